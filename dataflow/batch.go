@@ -1,0 +1,137 @@
+// Package dataflow turns a job spec into a graph of tasks and runs them:
+// sources, chains of operators working on record batches, bounded queues
+// between tasks (backpressure), fan-out, union, and sinks.
+//
+// It is not the place for connectors (package connectors implements Source
+// and Sink), for running Wasm (package host) or for scheduling tasks onto
+// machines (package scheduler).
+package dataflow
+
+import (
+	"context"
+
+	"github.com/eddy-stream/eddy/abi"
+)
+
+// Record is the unit of data; see abi.Record.
+type Record = abi.Record
+
+// Header is a record header.
+type Header = abi.Header
+
+// NoTimestamp marks a record without event time.
+const NoTimestamp = abi.NoTimestamp
+
+// Batch is a group of records moving together through a chain of operators
+// and across queues. Record bytes live in the batch's arena. Once a batch is
+// handed downstream it is read-only: consumers of a fan-out share it.
+type Batch struct {
+	Records []Record
+	arena   []byte
+}
+
+// NewBatch returns an empty batch with room for n records.
+func NewBatch(n int) *Batch {
+	return &Batch{Records: make([]Record, 0, n)}
+}
+
+// Len is the number of records.
+func (b *Batch) Len() int { return len(b.Records) }
+
+// Reset empties b for reuse. Records taken from b before are invalid after.
+func (b *Batch) Reset() {
+	clear(b.Records)
+	b.Records = b.Records[:0]
+	b.arena = b.arena[:0]
+}
+
+// Bytes is the number of payload bytes held by the batch.
+func (b *Batch) Bytes() int { return len(b.arena) }
+
+func (b *Batch) copyBytes(p []byte) []byte {
+	if len(p) == 0 {
+		return nil
+	}
+	if cap(b.arena)-len(b.arena) < len(p) {
+		// Start a new arena: records already added keep the old one alive.
+		n := 2 * cap(b.arena)
+		if n < 4096 {
+			n = 4096
+		}
+		for n < len(p) {
+			n *= 2
+		}
+		b.arena = make([]byte, 0, n)
+	}
+	start := len(b.arena)
+	b.arena = append(b.arena, p...)
+	return b.arena[start:len(b.arena):len(b.arena)]
+}
+
+// Add appends a record, copying key and value into the batch.
+func (b *Batch) Add(key, value []byte, ts int64) {
+	b.Records = append(b.Records, Record{Key: b.copyBytes(key), Value: b.copyBytes(value), Timestamp: ts})
+}
+
+// AddRecord appends a copy of r, headers included.
+func (b *Batch) AddRecord(r *Record) {
+	c := Record{Key: b.copyBytes(r.Key), Value: b.copyBytes(r.Value), Timestamp: r.Timestamp}
+	if len(r.Headers) > 0 {
+		c.Headers = make([]Header, len(r.Headers))
+		for i, h := range r.Headers {
+			c.Headers[i] = Header{Key: h.Key, Value: b.copyBytes(h.Value)}
+		}
+	}
+	b.Records = append(b.Records, c)
+}
+
+// AddRecords appends copies of recs.
+func (b *Batch) AddRecords(recs []Record) {
+	for i := range recs {
+		b.AddRecord(&recs[i])
+	}
+}
+
+// AddOwned appends r without copying: its bytes must not change afterwards.
+func (b *Batch) AddOwned(r Record) { b.Records = append(b.Records, r) }
+
+// TaskInfo tells an operator, source or sink which parallel instance it is.
+type TaskInfo struct {
+	Job         string
+	Node        string
+	Subtask     int // 0-based
+	Parallelism int
+}
+
+// Source produces the records of one parallel instance of a source node.
+type Source interface {
+	// Open prepares the instance described by info.
+	Open(ctx context.Context, info TaskInfo) error
+	// Next appends up to max records to b. It returns io.EOF once the
+	// source is exhausted (b may hold final records); an unbounded source
+	// blocks until records are ready or ctx is done.
+	Next(ctx context.Context, b *Batch, max int) error
+	Close() error
+}
+
+// Sink consumes the records of one parallel instance of a sink node.
+type Sink interface {
+	Open(ctx context.Context, info TaskInfo) error
+	Write(ctx context.Context, b *Batch) error
+	// Finish is called once at the end of a bounded input: flush and commit.
+	Finish(ctx context.Context) error
+	// Close releases resources; called after Finish or after a failure.
+	Close() error
+}
+
+// Operator transforms batches. One instance per subtask, driven by one
+// goroutine.
+type Operator interface {
+	Open(ctx context.Context, info TaskInfo) error
+	// Process reads in (which it must not modify or keep) and appends its
+	// output to out.
+	Process(ctx context.Context, in *Batch, out *Batch) error
+	// Finish is called once when the input ends; buffered output goes to out.
+	Finish(ctx context.Context, out *Batch) error
+	Close() error
+}

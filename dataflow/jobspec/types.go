@@ -1,0 +1,128 @@
+// Package jobspec is the job specification: the YAML a user writes, decoded
+// into plain structs, with every field checked and every error pointing at
+// the file and line it comes from.
+//
+// It is pure data and validation. It does not build or run anything: the
+// dataflow package turns a Spec into tasks, connectors turn source and sink
+// specs into readers and writers.
+package jobspec
+
+import "time"
+
+// Spec is a whole job.
+type Spec struct {
+	Name           string `yaml:"name"`
+	Parallelism    int    `yaml:"parallelism"`
+	MaxParallelism int    `yaml:"max_parallelism"`
+	// BatchSize is the largest number of records in one batch between
+	// operators (the unit that crosses the Wasm boundary and the queues).
+	BatchSize int `yaml:"batch_size"`
+	// BufferTimeout bounds how long a partially filled batch waits before
+	// it is sent downstream (Flink's buffer timeout).
+	BufferTimeout Duration `yaml:"buffer_timeout"`
+	Nodes         []Node   `yaml:"nodes"`
+
+	// File is where the spec was read from ("" for bytes); relative paths in
+	// the spec are resolved against its directory.
+	File string `yaml:"-"`
+}
+
+// Node is one vertex of the job graph: exactly one of Source, Wasm or Sink.
+type Node struct {
+	Name string `yaml:"name"`
+	// Input names the node(s) this one reads; several names are a union.
+	Input       Inputs      `yaml:"input"`
+	Parallelism int         `yaml:"parallelism"`
+	Source      *SourceSpec `yaml:"source"`
+	Wasm        *WasmSpec   `yaml:"wasm"`
+	Sink        *SinkSpec   `yaml:"sink"`
+
+	Line int `yaml:"-"` // line of the node in the spec file
+}
+
+// Inputs is a node name or a list of them.
+type Inputs []string
+
+// WasmSpec names an operator module and its configuration.
+type WasmSpec struct {
+	// Module is a path to a .wasm file (relative to the spec file) or, on a
+	// cluster, a registry name[@version].
+	Module string `yaml:"module"`
+	// Config is handed to the module's eddy_open as JSON.
+	Config map[string]any `yaml:"config"`
+
+	Line int `yaml:"-"`
+}
+
+// SourceSpec is exactly one source connector.
+type SourceSpec struct {
+	Generator *GeneratorSpec  `yaml:"generator"`
+	File      *FileSourceSpec `yaml:"file"`
+}
+
+// SinkSpec is exactly one sink connector.
+type SinkSpec struct {
+	File    *FileSinkSpec `yaml:"file"`
+	Stdout  *StdoutSpec   `yaml:"stdout"`
+	Discard *DiscardSpec  `yaml:"discard"`
+}
+
+// Generator kinds.
+const (
+	GeneratorSequence     = "sequence"
+	GeneratorTransactions = "transactions"
+)
+
+// GeneratorSpec configures the seeded data generator.
+type GeneratorSpec struct {
+	// Kind is "sequence" ({"seq": n}) or "transactions" (card, amount,
+	// country, merchant, ts).
+	Kind string `yaml:"kind"`
+	// Count is the number of records over all subtasks; 0 is unbounded.
+	Count int64 `yaml:"count"`
+	// Rate is records per second over all subtasks; 0 is as fast as possible.
+	Rate float64 `yaml:"rate"`
+	Seed int64   `yaml:"seed"`
+	// Cards is the number of distinct cards (transactions only).
+	Cards int `yaml:"cards"`
+	// Start is the event time of the first record (RFC 3339); default
+	// 2026-01-01T00:00:00Z so that runs are reproducible.
+	Start string `yaml:"start"`
+	// Interval is the event-time step between consecutive records.
+	Interval Duration `yaml:"interval"`
+	// Disorder moves each record's event time back by a seeded random
+	// amount up to this bound, so records arrive out of order.
+	Disorder Duration `yaml:"disorder"`
+	// LateFraction of records (0..1) are moved back by up to 4×Disorder
+	// instead, so that some arrive later than a watermark allows.
+	LateFraction float64 `yaml:"late_fraction"`
+}
+
+// FileSourceSpec reads JSON lines.
+type FileSourceSpec struct {
+	Path string `yaml:"path"`
+	// KeyField, when set, copies that JSON field of each line into the key.
+	KeyField string `yaml:"key_field"`
+	// TimestampField, when set, reads event time (ms, or RFC 3339) from it.
+	TimestampField string `yaml:"timestamp_field"`
+}
+
+// FileSinkSpec writes one JSON value per line.
+type FileSinkSpec struct {
+	Path string `yaml:"path"`
+}
+
+// StdoutSpec prints records, one per line.
+type StdoutSpec struct {
+	// Prefix is printed before each record.
+	Prefix string `yaml:"prefix"`
+}
+
+// DiscardSpec drops every record (benchmarks).
+type DiscardSpec struct{}
+
+// Duration is a time.Duration written as "10s", "1m30s" or milliseconds.
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }

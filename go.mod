@@ -1,0 +1,3 @@
+module github.com/eddy-stream/eddy
+
+go 1.26
