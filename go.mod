@@ -1,3 +1,9 @@
 module github.com/eddy-stream/eddy
 
 go 1.26
+
+require (
+	github.com/tetratelabs/wazero v1.12.0 // indirect
+	golang.org/x/sys v0.44.0 // indirect
+	gopkg.in/yaml.v3 v3.0.1 // indirect
+)

@@ -83,18 +83,22 @@ type GeneratorSpec struct {
 	// Rate is records per second over all subtasks; 0 is as fast as possible.
 	Rate float64 `yaml:"rate"`
 	Seed int64   `yaml:"seed"`
-	// Cards is the number of distinct cards (transactions only).
+	// Cards is the number of distinct cards (transactions only); default
+	// 1000.
 	Cards int `yaml:"cards"`
 	// Start is the event time of the first record (RFC 3339); default
 	// 2026-01-01T00:00:00Z so that runs are reproducible.
 	Start string `yaml:"start"`
-	// Interval is the event-time step between consecutive records.
+	// Interval is the event-time step between consecutive records: record
+	// n has event time Start + n×Interval before Disorder. Default 1ms for
+	// sequence, 100ms for transactions.
 	Interval Duration `yaml:"interval"`
 	// Disorder moves each record's event time back by a seeded random
 	// amount up to this bound, so records arrive out of order.
 	Disorder Duration `yaml:"disorder"`
-	// LateFraction of records (0..1) are moved back by up to 4×Disorder
-	// instead, so that some arrive later than a watermark allows.
+	// LateFraction of records (0..1) are moved back by more than Disorder,
+	// up to 4×Disorder, instead, so that some arrive later than a watermark
+	// allows. It needs a Disorder of at least 1ms.
 	LateFraction float64 `yaml:"late_fraction"`
 }
 

@@ -1,0 +1,44 @@
+# Eddy — see README.md. Every target works on a fresh machine once
+# .ci/run's packages are installed (clang etc. only for `make udfs`).
+GO      ?= go
+BIN     := bin/eddy
+PKGS    := ./...
+export GOFLAGS ?= -trimpath
+
+.PHONY: all build demo test check udfs bench clean
+
+all: build
+
+build:
+	$(GO) build -o $(BIN) ./cmd/eddy
+
+## demo: the main job on the embedded default, printing its result.
+demo: build
+	./$(BIN) run examples/demo.yaml
+
+## test: the whole suite (unit, end-to-end, hostile modules).
+test:
+	$(GO) test -count=1 -timeout 15m $(PKGS)
+
+## check: formatting, vet, tidy go.mod, fixtures up to date.
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)
+	GOOS=wasip1 GOARCH=wasm $(GO) vet ./sdk/go/... ./udfs/...
+	$(GO) mod tidy
+	@git diff --quiet -- go.mod go.sum || { echo "go mod tidy changed go.mod/go.sum"; git diff -- go.mod go.sum; exit 1; }
+	$(MAKE) udfs
+	$(MAKE) -C host/testdata
+	@git diff --quiet -- udfs/build host/testdata || { echo "committed .wasm fixtures are stale: run make udfs and commit"; git status --short udfs/build host/testdata; exit 1; }
+
+## udfs: rebuild the example operators (committed as test fixtures).
+udfs:
+	$(MAKE) -C udfs
+
+## bench: Go benchmarks and the pipeline harness; prints figures.
+bench: build
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./abi/ ./host/ ./connectors/
+	$(GO) run ./cmd/eddy-bench
+
+clean:
+	rm -rf bin

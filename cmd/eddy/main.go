@@ -1,0 +1,216 @@
+// Command eddy is the one Eddy binary: the CLI and, as the platform grows,
+// the server modes. Today it runs jobs in this process (`eddy run`) and
+// checks them (`eddy validate`).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/eddy-stream/eddy/connectors"
+	"github.com/eddy-stream/eddy/dataflow"
+	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/host"
+)
+
+const usage = `eddy — stateful stream processing with WebAssembly operators
+
+usage:
+  eddy run [flags] JOB.yaml       run a job in this process until it ends (bounded) or is interrupted
+  eddy validate [flags] JOB.yaml  check a job spec and load and validate its modules
+
+Run 'eddy COMMAND -h' for the flags of a command.
+`
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "run":
+		err = cmdRun(args[1:], stdout, stderr)
+	case "validate":
+		err = cmdValidate(args[1:], stdout, stderr)
+	case "-h", "--help", "help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "eddy: unknown command %q\n\n%s", args[0], usage)
+		return 2
+	}
+	if err == nil {
+		return 0
+	}
+	var ue usageError
+	if errors.As(err, &ue) {
+		fmt.Fprintf(stderr, "eddy: %v\n", err)
+		return 2
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	fmt.Fprintf(stderr, "eddy: %v\n", err)
+	return 1
+}
+
+type usageError struct{ error }
+
+// engineFlags are the flags of every command that loads modules.
+type engineFlags struct {
+	cfg      host.Config
+	logLevel string
+}
+
+func (e *engineFlags) register(fs *flag.FlagSet) {
+	e.cfg = host.DefaultConfig()
+	e.cfg.CacheDir = defaultCacheDir()
+	fs.StringVar(&e.cfg.CacheDir, "cache-dir", e.cfg.CacheDir, "directory of the compiled-module cache (\"\" for none)")
+	fs.Uint64Var(&e.cfg.MemoryLimit, "memory-limit", e.cfg.MemoryLimit, "memory limit of each operator instance, in bytes")
+	fs.DurationVar(&e.cfg.CallTimeout, "call-timeout", e.cfg.CallTimeout, "deadline for an operator to process one batch")
+	fs.StringVar(&e.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
+}
+
+func (e *engineFlags) logger(stderr io.Writer) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(e.logLevel)); err != nil {
+		return nil, usageError{fmt.Errorf("--log-level: %w", err)}
+	}
+	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl})), nil
+}
+
+func defaultCacheDir() string {
+	if dir, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(dir, "eddy", "wasm")
+	}
+	return ""
+}
+
+// prepare parses the flags and the spec and plans the job.
+func prepare(ctx context.Context, name string, args []string, stdout, stderr io.Writer, extra func(*flag.FlagSet)) (*dataflow.Job, *host.Engine, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var ef engineFlags
+	ef.register(fs)
+	if extra != nil {
+		extra(fs)
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil, nil, err
+		}
+		return nil, nil, usageError{err}
+	}
+	if fs.NArg() != 1 {
+		return nil, nil, usageError{fmt.Errorf("%s takes one job spec file (got %d arguments)", name, fs.NArg())}
+	}
+	log, err := ef.logger(stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	spec, err := jobspec.Load(fs.Arg(0))
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := ef.cfg.Validate(); err != nil {
+		return nil, nil, usageError{err}
+	}
+	ef.cfg.Logger = log
+	engine, err := host.NewEngine(ctx, ef.cfg)
+	if err != nil {
+		return nil, nil, err
+	}
+	job, err := dataflow.NewJob(ctx, spec, dataflow.Options{
+		Connectors: connectors.Registry{Stdout: stdout},
+		Engine:     engine,
+		Logger:     log,
+	})
+	if err != nil {
+		_ = engine.Close(ctx)
+		return nil, nil, err
+	}
+	return job, engine, nil
+}
+
+func cmdValidate(args []string, stdout, stderr io.Writer) error {
+	ctx := context.Background()
+	job, engine, err := prepare(ctx, "validate", args, stdout, stderr, nil)
+	if err != nil {
+		return err
+	}
+	defer engine.Close(ctx)
+	spec := job.Spec()
+	fmt.Fprintf(stdout, "%s: job %q is valid (%d nodes)\n", spec.File, spec.Name, len(spec.Nodes))
+	return nil
+}
+
+func cmdRun(args []string, stdout, stderr io.Writer) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var asJSON bool
+	summaryOut := stderr
+	job, engine, err := prepare(ctx, "run", args, stdout, stderr, func(fs *flag.FlagSet) {
+		fs.BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	})
+	if err != nil {
+		return err
+	}
+	defer engine.Close(context.Background())
+	sum, runErr := job.Run(ctx)
+	interrupted := runErr != nil && ctx.Err() != nil
+	if asJSON {
+		printJSON(stdout, sum)
+	} else {
+		printSummary(summaryOut, sum, interrupted)
+	}
+	if interrupted {
+		return nil
+	}
+	return runErr
+}
+
+func printSummary(w io.Writer, s *dataflow.Summary, interrupted bool) {
+	state := "finished"
+	if interrupted {
+		state = "interrupted"
+	}
+	fmt.Fprintf(w, "job %s %s in %s\n", s.Job, state, s.Elapsed.Round(time.Millisecond))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "node\tkind\tparallelism\trecords in\trecords out\t")
+	for _, n := range s.Nodes {
+		in, out := fmt.Sprint(n.In), fmt.Sprint(n.Out)
+		if n.Kind == "source" {
+			in = "-"
+		}
+		if n.Kind == "sink" {
+			out = "-"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t\n", n.Name, n.Kind, n.Parallelism, in, out)
+	}
+	tw.Flush()
+}
+
+func printJSON(w io.Writer, s *dataflow.Summary) {
+	enc := json.NewEncoder(w)
+	_ = enc.Encode(struct {
+		Job       string                 `json:"job"`
+		ElapsedMS int64                  `json:"elapsed_ms"`
+		Nodes     []dataflow.NodeSummary `json:"nodes"`
+	}{s.Job, s.Elapsed.Milliseconds(), s.Nodes})
+}

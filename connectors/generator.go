@@ -1,0 +1,338 @@
+package connectors
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/bits"
+	"strconv"
+	"time"
+
+	"github.com/eddy-stream/eddy/dataflow"
+	"github.com/eddy-stream/eddy/dataflow/jobspec"
+)
+
+// Generator defaults, applied to zero fields of a jobspec.GeneratorSpec.
+const (
+	// DefaultGeneratorStart is the event time of record 0: a fixed instant,
+	// not "now", so that two runs of a job produce the same records.
+	DefaultGeneratorStart = "2026-01-01T00:00:00Z"
+	// DefaultSequenceInterval is the event-time step of "sequence": 1000
+	// records per event-time second.
+	DefaultSequenceInterval = time.Millisecond
+	// DefaultTransactionsInterval is the event-time step of
+	// "transactions": 10 transactions per event-time second, so that the
+	// default 1000 cards each pay about once every 100 s and windows of
+	// minutes hold a handful of transactions per card.
+	DefaultTransactionsInterval = 100 * time.Millisecond
+	// DefaultCards is the number of distinct cards of "transactions".
+	DefaultCards = 1000
+)
+
+// Shape of the generated transactions. They are fixed rather than
+// configurable: the demo operators (udfs/) and their tests rely on them.
+const (
+	merchantCount = 500
+	// travelPer10k is how often, in 1/10000, a transaction happens outside
+	// its card's home country: rare enough that a country-change detector
+	// raises occasional alerts rather than constant ones.
+	travelPer10k = 300
+)
+
+var countries = [...]string{"DE", "FR", "NL", "ES", "IT", "GB", "US", "PL", "SE", "CH"}
+
+// generatorConfig is a GeneratorSpec with defaults applied and checked.
+type generatorConfig struct {
+	kind         string
+	count        uint64 // 0: unbounded
+	rate         float64
+	seed         uint64
+	cards        uint64
+	cardWidth    int   // digits of the card number, zero padded
+	startMs      int64 // event time of record 0
+	intervalNs   uint64
+	disorderMs   uint64
+	lateFraction float64
+}
+
+// newGeneratorConfig validates spec and fills in the defaults, so that a bad
+// spec fails when the job is built rather than when the source first runs.
+func newGeneratorConfig(spec *jobspec.GeneratorSpec) (generatorConfig, error) {
+	var c generatorConfig
+	bad := func(format string, args ...any) (generatorConfig, error) {
+		return c, fmt.Errorf("%w: "+format, append([]any{ErrBadSpec}, args...)...)
+	}
+	var interval time.Duration
+	switch spec.Kind {
+	case jobspec.GeneratorSequence:
+		interval = DefaultSequenceInterval
+		if spec.Cards != 0 {
+			return bad("cards is only for kind %q", jobspec.GeneratorTransactions)
+		}
+	case jobspec.GeneratorTransactions:
+		interval = DefaultTransactionsInterval
+	case "":
+		return bad("kind is empty (want %q or %q)", jobspec.GeneratorSequence, jobspec.GeneratorTransactions)
+	default:
+		return bad("unknown kind %q (want %q or %q)", spec.Kind, jobspec.GeneratorSequence, jobspec.GeneratorTransactions)
+	}
+	c.kind = spec.Kind
+	if spec.Count < 0 {
+		return bad("count is %d, want ≥ 0 (0 is unbounded)", spec.Count)
+	}
+	c.count = uint64(spec.Count)
+	if spec.Rate < 0 || math.IsNaN(spec.Rate) || math.IsInf(spec.Rate, 0) {
+		return bad("rate is %v, want a finite number ≥ 0 (0 is as fast as possible)", spec.Rate)
+	}
+	c.rate = spec.Rate
+	c.seed = uint64(spec.Seed)
+
+	c.cards = DefaultCards
+	if spec.Cards < 0 {
+		return bad("cards is %d, want ≥ 1 (0 is the default %d)", spec.Cards, DefaultCards)
+	} else if spec.Cards > 0 {
+		c.cards = uint64(spec.Cards)
+	}
+	c.cardWidth = max(4, len(strconv.FormatUint(c.cards-1, 10)))
+
+	start := spec.Start
+	if start == "" {
+		start = DefaultGeneratorStart
+	}
+	t, err := time.Parse(time.RFC3339Nano, start)
+	if err != nil {
+		return bad("start %q is not an RFC 3339 time", spec.Start)
+	}
+	c.startMs = t.UnixMilli()
+
+	switch d := spec.Interval.D(); {
+	case d < 0:
+		return bad("interval is %v, want > 0", d)
+	case d > 0:
+		interval = d
+	}
+	c.intervalNs = uint64(interval)
+
+	if d := spec.Disorder.D(); d < 0 {
+		return bad("disorder is %v, want ≥ 0", d)
+	}
+	c.disorderMs = uint64(spec.Disorder.D().Milliseconds())
+	if lf := spec.LateFraction; lf < 0 || lf > 1 || math.IsNaN(lf) {
+		return bad("late_fraction is %v, want 0..1", lf)
+	}
+	if spec.LateFraction > 0 && c.disorderMs == 0 {
+		// Late records are moved back by more than Disorder; with no
+		// disorder there is no bound to exceed.
+		return bad("late_fraction needs a disorder of at least 1ms")
+	}
+	c.lateFraction = spec.LateFraction
+	return c, nil
+}
+
+// generator is one subtask of a generator source. Subtask i of p produces
+// records i, i+p, i+2p… of the global sequence; every record is a pure
+// function of (seed, record number), so the union over all subtasks is the
+// same whatever the parallelism and however Next is called.
+type generator struct {
+	cfg    generatorConfig
+	open   bool
+	done   bool
+	next   uint64 // global number of the next record
+	step   uint64 // parallelism
+	left   uint64 // records this subtask still has to produce (bounded only)
+	pacer  *pacer
+	seedRn uint64 // mixed seed: record streams of nearby seeds are unrelated
+	key    []byte // reused per record: Batch.Add copies
+	value  []byte
+}
+
+func newGenerator(cfg generatorConfig) *generator {
+	return &generator{cfg: cfg, seedRn: mix64(cfg.seed)}
+}
+
+func (g *generator) Open(ctx context.Context, info dataflow.TaskInfo) error {
+	subtask, parallelism, err := subtaskOf(info)
+	if err != nil {
+		return fmt.Errorf("open generator: %w", err)
+	}
+	g.next, g.step = uint64(subtask), uint64(parallelism)
+	if g.cfg.count > 0 {
+		if g.next < g.cfg.count {
+			g.left = (g.cfg.count - g.next + g.step - 1) / g.step
+		}
+		g.done = g.left == 0
+	}
+	g.pacer = newPacer(g.cfg.rate / float64(parallelism))
+	g.key = make([]byte, 0, 32)
+	g.value = make([]byte, 0, 160)
+	g.open = true
+	return nil
+}
+
+// Next appends up to limit records. It returns io.EOF together with the last
+// records of a bounded generator, and waits (honouring ctx) when a rate
+// is set.
+func (g *generator) Next(ctx context.Context, b *dataflow.Batch, limit int) error {
+	if !g.open {
+		return fmt.Errorf("generator: %w", errNotOpen)
+	}
+	if g.done {
+		return io.EOF
+	}
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if limit <= 0 {
+		return nil
+	}
+	n := uint64(limit)
+	if g.cfg.count > 0 {
+		n = min(n, g.left)
+	}
+	taken, err := g.pacer.take(ctx, int(n))
+	if err != nil {
+		return err
+	}
+	for range taken {
+		g.add(b, g.next)
+		g.next += g.step
+	}
+	if g.cfg.count > 0 {
+		g.left -= uint64(taken)
+		if g.left == 0 {
+			g.done = true
+			return io.EOF
+		}
+	}
+	return nil
+}
+
+func (g *generator) Close() error {
+	g.open = false
+	return nil
+}
+
+func (g *generator) add(b *dataflow.Batch, n uint64) {
+	r := g.recordRand(n)
+	if g.cfg.kind == jobspec.GeneratorSequence {
+		g.key = strconv.AppendUint(g.key[:0], n, 10)
+		g.value = append(g.value[:0], `{"seq":`...)
+		g.value = strconv.AppendUint(g.value, n, 10)
+		g.value = append(g.value, '}')
+		b.Add(g.key, g.value, g.eventTime(n, &r))
+		return
+	}
+	card := r.next() % g.cfg.cards
+	country := g.homeCountry(card)
+	if r.next()%10000 < travelPer10k {
+		country = (country + 1 + r.next()%(uint64(len(countries))-1)) % uint64(len(countries))
+	}
+	cents := amountCents(&r)
+	merchant := r.next() % merchantCount
+	ts := g.eventTime(n, &r)
+
+	g.key = append(g.key[:0], "card-"...)
+	g.key = appendPadded(g.key, card, g.cfg.cardWidth)
+	v := append(g.value[:0], `{"card":"`...)
+	v = append(v, g.key...)
+	v = append(v, `","amount":`...)
+	v = strconv.AppendUint(v, cents/100, 10)
+	v = append(v, '.', byte('0'+cents/10%10), byte('0'+cents%10))
+	v = append(v, `,"country":"`...)
+	v = append(v, countries[country]...)
+	v = append(v, `","merchant":"m-`...)
+	v = appendPadded(v, merchant, 3)
+	v = append(v, `","ts":`...)
+	v = strconv.AppendInt(v, ts, 10)
+	v = append(v, '}')
+	g.value = v
+	b.Add(g.key, g.value, ts)
+}
+
+// homeCountry is where a card is used almost always; a pure function of
+// (seed, card) so that every subtask agrees on it.
+func (g *generator) homeCountry(card uint64) uint64 {
+	return mix64(g.seedRn^(card*0xd6e8feb86659fd93)) % uint64(len(countries))
+}
+
+// amountCents draws an amount with a long tail: mostly everyday payments,
+// a few large ones for the fraud rules to look at.
+func amountCents(r *splitmix) uint64 {
+	switch u := r.next() % 1000; {
+	case u < 900:
+		return 100 + r.next()%19_900 // 1.00 – 199.99
+	case u < 990:
+		return 20_000 + r.next()%80_000 // 200.00 – 999.99
+	default:
+		return 100_000 + r.next()%400_000 // 1000.00 – 4999.99
+	}
+}
+
+// eventTime is Start + n×Interval, moved back by the disorder: up to
+// Disorder for most records, and by more than Disorder (up to 4×Disorder)
+// for the LateFraction that should arrive behind the watermark.
+func (g *generator) eventTime(n uint64, r *splitmix) int64 {
+	ts := addClamped(g.cfg.startMs, mulDivClamped(n, g.cfg.intervalNs, uint64(time.Millisecond)))
+	d := g.cfg.disorderMs
+	if d == 0 {
+		return ts
+	}
+	back := r.next() % (d + 1)
+	if g.cfg.lateFraction > 0 && float64(r.next()>>11)/(1<<53) < g.cfg.lateFraction {
+		back = d + 1 + r.next()%(3*d)
+	}
+	return ts - int64(back)
+}
+
+// recordRand is the random stream of record n: seeded from (seed, n) only.
+func (g *generator) recordRand(n uint64) splitmix {
+	return splitmix{state: mix64(g.seedRn + n*0x9e3779b97f4a7c15)}
+}
+
+// splitmix is SplitMix64: tiny, fast and good enough for test data, and
+// trivially seekable, which is what makes records independent of one
+// another.
+type splitmix struct{ state uint64 }
+
+func (s *splitmix) next() uint64 {
+	s.state += 0x9e3779b97f4a7c15
+	return mix64(s.state)
+}
+
+func mix64(x uint64) uint64 {
+	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
+	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
+	return x ^ (x >> 31)
+}
+
+// appendPadded appends n in decimal, zero padded to width digits.
+func appendPadded(dst []byte, n uint64, width int) []byte {
+	var tmp [20]byte
+	digits := strconv.AppendUint(tmp[:0], n, 10)
+	for i := len(digits); i < width; i++ {
+		dst = append(dst, '0')
+	}
+	return append(dst, digits...)
+}
+
+// mulDivClamped is a×b/c without intermediate overflow, clamped to
+// MaxInt64: an unbounded generator must not wrap around to negative times.
+func mulDivClamped(a, b, c uint64) int64 {
+	hi, lo := bits.Mul64(a, b)
+	if hi >= c {
+		return math.MaxInt64
+	}
+	q, _ := bits.Div64(hi, lo, c)
+	if q > math.MaxInt64 {
+		return math.MaxInt64
+	}
+	return int64(q)
+}
+
+func addClamped(a, b int64) int64 {
+	if b > 0 && a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
+}

@@ -1,0 +1,222 @@
+package dataflow
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/host"
+)
+
+// Connectors builds the sources and sinks a spec names. Package connectors
+// implements it; the interface is here so dataflow does not depend on every
+// connector.
+type Connectors interface {
+	NewSource(spec *jobspec.SourceSpec, baseDir string) (Source, error)
+	NewSink(spec *jobspec.SinkSpec, baseDir string) (Sink, error)
+}
+
+// Options wire a job to the process it runs in.
+type Options struct {
+	Connectors Connectors
+	// Engine runs the job's Wasm modules; shared by every job of a process.
+	Engine *host.Engine
+	// LoadModule resolves a wasm node's module reference. The default reads
+	// the reference as a path relative to the spec file.
+	LoadModule func(ctx context.Context, ref string) (*host.Module, error)
+	// NativeOperators replaces the module reference named by a key with an
+	// operator written in Go: the benchmark's baseline, and built-ins.
+	NativeOperators map[string]func() Operator
+	// QueueCapacity is the number of batches an input queue holds before
+	// its producers block (backpressure). Default 8.
+	QueueCapacity int
+	Logger        *slog.Logger
+}
+
+// ErrJobFailed marks the error of a job whose task failed.
+var ErrJobFailed = errors.New("dataflow: job failed")
+
+// NodeStats counts the records through one node, over all its subtasks.
+type NodeStats struct {
+	Name        string
+	Kind        string
+	Parallelism int
+	In          atomic.Int64
+	Out         atomic.Int64
+}
+
+// NodeSummary is a snapshot of NodeStats.
+type NodeSummary struct {
+	Name        string `json:"name"`
+	Kind        string `json:"kind"`
+	Parallelism int    `json:"parallelism"`
+	In          int64  `json:"records_in"`
+	Out         int64  `json:"records_out"`
+}
+
+// Summary is what a finished (or interrupted) run reports.
+type Summary struct {
+	Job     string        `json:"job"`
+	Nodes   []NodeSummary `json:"nodes"`
+	Elapsed time.Duration `json:"elapsed_ns"`
+}
+
+// Job is a planned job: modules loaded and validated, connectors built.
+type Job struct {
+	spec     *jobspec.Spec
+	opts     Options
+	vertices []*vertex
+	chains   []*chain
+	modules  map[string]*host.Module
+	configs  map[*vertex][]byte
+	log      *slog.Logger
+}
+
+// NewJob plans spec: it resolves the graph, loads and validates every
+// module and checks every connector, without running anything.
+func NewJob(ctx context.Context, spec *jobspec.Spec, opts Options) (*Job, error) {
+	if opts.Connectors == nil {
+		return nil, errors.New("dataflow: Options.Connectors is required")
+	}
+	if opts.QueueCapacity <= 0 {
+		opts.QueueCapacity = 8
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.LoadModule == nil {
+		if opts.Engine == nil && needsEngine(spec, opts) {
+			return nil, errors.New("dataflow: Options.Engine is required for wasm nodes")
+		}
+		opts.LoadModule = func(ctx context.Context, ref string) (*host.Module, error) {
+			return opts.Engine.Load(ctx, spec.Resolve(ref))
+		}
+	}
+	vs, chains, err := plan(spec)
+	if err != nil {
+		return nil, fmt.Errorf("job %s: %w", spec.Name, err)
+	}
+	j := &Job{spec: spec, opts: opts, vertices: vs, chains: chains,
+		modules: map[string]*host.Module{}, configs: map[*vertex][]byte{},
+		log: opts.Logger.With("job", spec.Name)}
+	for _, v := range vs {
+		n := v.node
+		switch {
+		case n.Wasm != nil:
+			if _, native := opts.NativeOperators[n.Wasm.Module]; !native {
+				if _, ok := j.modules[n.Wasm.Module]; !ok {
+					m, err := opts.LoadModule(ctx, n.Wasm.Module)
+					if err != nil {
+						return nil, fmt.Errorf("job %s: node %q (line %d): %w", spec.Name, n.Name, n.Wasm.Line, err)
+					}
+					j.modules[n.Wasm.Module] = m
+				}
+			}
+			cfg := n.Wasm.Config
+			if cfg == nil {
+				cfg = map[string]any{}
+			}
+			b, err := json.Marshal(cfg)
+			if err != nil {
+				return nil, fmt.Errorf("job %s: node %q: config is not representable as JSON: %w", spec.Name, n.Name, err)
+			}
+			j.configs[v] = b
+		case n.Source != nil:
+			if _, err := opts.Connectors.NewSource(n.Source, spec.Dir()); err != nil {
+				return nil, fmt.Errorf("job %s: node %q (line %d): %w", spec.Name, n.Name, n.Line, err)
+			}
+		case n.Sink != nil:
+			if _, err := opts.Connectors.NewSink(n.Sink, spec.Dir()); err != nil {
+				return nil, fmt.Errorf("job %s: node %q (line %d): %w", spec.Name, n.Name, n.Line, err)
+			}
+		}
+	}
+	return j, nil
+}
+
+func needsEngine(spec *jobspec.Spec, opts Options) bool {
+	for i := range spec.Nodes {
+		if w := spec.Nodes[i].Wasm; w != nil {
+			if _, native := opts.NativeOperators[w.Module]; !native {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Spec is the job's specification.
+func (j *Job) Spec() *jobspec.Spec { return j.spec }
+
+// Stats snapshots the per-node counters; safe while the job runs.
+func (j *Job) Stats() []NodeSummary {
+	out := make([]NodeSummary, len(j.vertices))
+	for i, v := range j.vertices {
+		out[i] = NodeSummary{Name: v.stats.Name, Kind: v.stats.Kind, Parallelism: v.parallelism, In: v.stats.In.Load(), Out: v.stats.Out.Load()}
+	}
+	return out
+}
+
+// Run executes the job until its sources end and everything is flushed, or
+// until ctx is cancelled (then the summary covers what ran and the error is
+// ctx's), or until a task fails (then every task stops and the error names
+// the task).
+func (j *Job) Run(ctx context.Context) (*Summary, error) {
+	start := time.Now()
+	parent := ctx
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+
+	gates := make([][]chan message, len(j.chains))
+	for _, c := range j.chains {
+		if c.head().node.Source != nil {
+			continue
+		}
+		gates[c.id] = make([]chan message, c.parallelism)
+		for i := range gates[c.id] {
+			gates[c.id][i] = make(chan message, j.opts.QueueCapacity)
+		}
+	}
+	var (
+		wg       sync.WaitGroup
+		errOnce  sync.Once
+		firstErr error
+	)
+	fail := func(err error) {
+		errOnce.Do(func() {
+			firstErr = err
+			cancel(err)
+		})
+	}
+	for _, c := range j.chains {
+		for i := 0; i < c.parallelism; i++ {
+			t := &task{job: j, chain: c, subtask: i, gates: gates}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if err := t.run(ctx); err != nil {
+					fail(err)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	sum := &Summary{Job: j.spec.Name, Nodes: j.Stats(), Elapsed: time.Since(start)}
+	if parent.Err() != nil {
+		return sum, parent.Err()
+	}
+	if firstErr != nil {
+		return sum, fmt.Errorf("%w: %s: %w", ErrJobFailed, j.spec.Name, firstErr)
+	}
+	return sum, nil
+}
+
+// Close releases the job's compiled modules. Modules loaded through a
+// shared registry are released by their owner, not here.
+func (j *Job) Close() error { return nil }

@@ -1,0 +1,119 @@
+package jobspec
+
+import (
+	"errors"
+	"strings"
+	"testing"
+	"time"
+)
+
+const good = `name: words
+parallelism: 2
+nodes:
+  - name: lines
+    source: {file: {path: in.jsonl}}
+  - name: split
+    input: lines
+    parallelism: 3
+    wasm:
+      module: ../udfs/build/split-c.wasm
+      config: {field: text, lowercase: true}
+  - name: out
+    input: [split]
+    sink: {file: {path: out.jsonl}}
+`
+
+func TestParseGood(t *testing.T) {
+	s, err := Parse([]byte(good), "jobs/words.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Parallelism != 2 || s.MaxParallelism != DefaultMaxParallelism || s.BatchSize != DefaultBatchSize || s.BufferTimeout.D() != DefaultBufferTimeout {
+		t.Fatalf("defaults not applied: %+v", s)
+	}
+	split := s.Node("split")
+	if split == nil || s.NodeParallelism(split) != 3 || split.Line != 6 || split.Wasm.Line != 10 {
+		t.Fatalf("split node = %+v", split)
+	}
+	if got := split.Wasm.Config["field"]; got != "text" {
+		t.Fatalf("config field = %v", got)
+	}
+	if got := s.Resolve(split.Wasm.Module); got != "udfs/build/split-c.wasm" {
+		t.Fatalf("Resolve = %q", got)
+	}
+	if s.NodeParallelism(s.Node("out")) != 2 || len(s.Node("out").Input) != 1 {
+		t.Fatalf("out node = %+v", s.Node("out"))
+	}
+}
+
+func TestDuration(t *testing.T) {
+	s, err := Parse([]byte("name: x\nbuffer_timeout: 250\nnodes:\n  - {name: g, source: {generator: {kind: sequence, interval: 1m30s}}}\n  - {name: o, input: g, sink: {stdout: {}}}\n"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.BufferTimeout.D() != 250*time.Millisecond || s.Nodes[0].Source.Generator.Interval.D() != 90*time.Second {
+		t.Fatalf("durations: %v %v", s.BufferTimeout.D(), s.Nodes[0].Source.Generator.Interval.D())
+	}
+}
+
+func TestParseErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		spec string
+		want string
+	}{
+		{"typo in node field", strings.Replace(good, "    source:", "    sourc:", 1), `job.yaml:5: unknown field "sourc" in node "lines" (did you mean "source"?)`},
+		{"typo in top level", strings.Replace(good, "parallelism: 2", "paralelism: 2", 1), `job.yaml:2: unknown field "paralelism" in the job (did you mean "parallelism"?)`},
+		{"typo in connector", strings.Replace(good, "{file: {path: in.jsonl}}", "{file: {pth: in.jsonl}}", 1), `job.yaml:5: unknown field "pth" in node "lines".source.file (did you mean "path"?)`},
+		{"unknown connector", strings.Replace(good, "{file: {path: in.jsonl}}", "{kafka: {}}", 1), `job.yaml:5: unknown field "kafka" in node "lines".source (known: file, generator)`},
+		{"wrong type", strings.Replace(good, "parallelism: 3", "parallelism: three", 1), "job.yaml:8: cannot unmarshal !!str `three` into int"},
+		{"bad duration", "name: x\nbuffer_timeout: soon\nnodes: []\n", `job.yaml:2: "soon" is not a duration`},
+		{"unknown input", strings.Replace(good, "input: lines", "input: line", 1), `job.yaml:6: node "split": input "line" is not a node of this job (did you mean "lines"?)`},
+		{"duplicate name", strings.Replace(good, "name: out", "name: split", 1), `node name "split" is already used on line 6`},
+		{"two kinds", strings.Replace(good, "    sink: {file: {path: out.jsonl}}", "    sink: {file: {path: out.jsonl}}\n    wasm: {module: x.wasm}", 1), `node "out" must have exactly one of source, wasm or sink (it has 2)`},
+		{"dangling", strings.Replace(good, "input: [split]", "input: [lines]", 1), `node "split": its output goes nowhere`},
+		{"no name", strings.Replace(good, "name: words\n", "", 1), "the job has no name"},
+		{"no nodes", "name: x\n", "the job has no nodes"},
+		{"cycle", "name: x\nnodes:\n  - {name: a, input: b, wasm: {module: m.wasm}}\n  - {name: b, input: a, wasm: {module: m.wasm}}\n  - {name: o, input: a, sink: {stdout: {}}}\n", "is part of a cycle"},
+		{"source with input", strings.Replace(good, "    source:", "    input: out\n    source:", 1), "a source has no input"},
+		{"not yaml", "name: [x\n", "job.yaml:1:"},
+		{"nodes not a list", "name: x\nnodes: {a: 1}\n", "job.yaml:2: nodes must be a list, not a mapping"},
+		{"parallelism above max", strings.Replace(good, "parallelism: 2", "parallelism: 2\nmax_parallelism: 2", 1), `parallelism 3 is above max_parallelism 2`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.spec), "job.yaml")
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Errorf("error does not match ErrInvalid: %v", err)
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error = %q\nwant it to contain %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "\n") {
+				t.Errorf("error is not one line: %q", err)
+			}
+		})
+	}
+}
+
+func FuzzParse(f *testing.F) {
+	f.Add([]byte(good))
+	f.Add([]byte("name: x\nnodes: []\n"))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		s, err := Parse(b, "fuzz.yaml")
+		if err != nil {
+			return
+		}
+		// A spec that validates has a consistent graph.
+		for i := range s.Nodes {
+			for _, in := range s.Nodes[i].Input {
+				if s.Node(in) == nil {
+					t.Fatalf("accepted unknown input %q", in)
+				}
+			}
+		}
+	})
+}

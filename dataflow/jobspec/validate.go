@@ -1,0 +1,175 @@
+package jobspec
+
+import (
+	"fmt"
+	"strings"
+)
+
+// validate fills defaults and checks what the structure alone cannot: that
+// names are unique, inputs exist, the graph has no cycle and each node is
+// exactly one kind.
+func (s *Spec) validate(loc string) error {
+	if strings.TrimSpace(s.Name) == "" {
+		return invalidf("%s: the job has no name (add `name: my-job`)", loc)
+	}
+	if s.Parallelism < 0 || s.MaxParallelism < 0 || s.BatchSize < 0 {
+		return invalidf("%s: parallelism, max_parallelism and batch_size must not be negative", loc)
+	}
+	if s.Parallelism == 0 {
+		s.Parallelism = DefaultParallelism
+	}
+	if s.MaxParallelism == 0 {
+		s.MaxParallelism = DefaultMaxParallelism
+	}
+	if s.BatchSize == 0 {
+		s.BatchSize = DefaultBatchSize
+	}
+	if s.BatchSize > MaxBatchSize {
+		return invalidf("%s: batch_size %d is larger than %d", loc, s.BatchSize, MaxBatchSize)
+	}
+	if s.BufferTimeout == 0 {
+		s.BufferTimeout = Duration(DefaultBufferTimeout)
+	}
+	if len(s.Nodes) == 0 {
+		return invalidf("%s: the job has no nodes", loc)
+	}
+	byName := map[string]*Node{}
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		if n.Name == "" {
+			return errAt(loc, n.Line, "node %d has no name", i+1)
+		}
+		if prev, dup := byName[n.Name]; dup {
+			return errAt(loc, n.Line, "node name %q is already used on line %d", n.Name, prev.Line)
+		}
+		byName[n.Name] = n
+		if n.Parallelism < 0 {
+			return errAt(loc, n.Line, "node %q: parallelism must not be negative", n.Name)
+		}
+		if s.NodeParallelism(n) > s.MaxParallelism {
+			return errAt(loc, n.Line, "node %q: parallelism %d is above max_parallelism %d", n.Name, s.NodeParallelism(n), s.MaxParallelism)
+		}
+		if err := n.checkKind(loc); err != nil {
+			return err
+		}
+	}
+	consumed := map[string]bool{}
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		seen := map[string]bool{}
+		for _, in := range n.Input {
+			src, ok := byName[in]
+			if !ok {
+				return errAt(loc, n.Line, "node %q: input %q is not a node of this job%s", n.Name, in, nearest(in, byName))
+			}
+			if seen[in] {
+				return errAt(loc, n.Line, "node %q: input %q is listed twice", n.Name, in)
+			}
+			seen[in] = true
+			if src.Sink != nil {
+				return errAt(loc, n.Line, "node %q: input %q is a sink, which has no output", n.Name, in)
+			}
+			consumed[in] = true
+		}
+	}
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		if n.Sink == nil && !consumed[n.Name] {
+			return errAt(loc, n.Line, "node %q: its output goes nowhere (no node has `input: %s`; end the path with a sink)", n.Name, n.Name)
+		}
+	}
+	return s.checkAcyclic(loc, byName)
+}
+
+func nearest(name string, byName map[string]*Node) string {
+	best, bestD := "", 3
+	for n := range byName {
+		if d := editDistance(name, n); d < bestD || (d == bestD && n < best) {
+			best, bestD = n, d
+		}
+	}
+	if best == "" {
+		return ""
+	}
+	return fmt.Sprintf(" (did you mean %q?)", best)
+}
+
+func (n *Node) checkKind(loc string) error {
+	kinds := 0
+	for _, set := range []bool{n.Source != nil, n.Wasm != nil, n.Sink != nil} {
+		if set {
+			kinds++
+		}
+	}
+	if kinds != 1 {
+		return errAt(loc, n.Line, "node %q must have exactly one of source, wasm or sink (it has %d)", n.Name, kinds)
+	}
+	switch {
+	case n.Source != nil:
+		if len(n.Input) > 0 {
+			return errAt(loc, n.Line, "node %q: a source has no input", n.Name)
+		}
+		return oneOf(loc, n, "source", n.Source.Generator != nil, n.Source.File != nil)
+	case n.Sink != nil:
+		if len(n.Input) == 0 {
+			return errAt(loc, n.Line, "node %q: a sink needs an input", n.Name)
+		}
+		if n.Sink.File != nil && n.Sink.File.Path == "" {
+			return errAt(loc, n.Line, "node %q: sink.file needs a path", n.Name)
+		}
+		return oneOf(loc, n, "sink", n.Sink.File != nil, n.Sink.Stdout != nil, n.Sink.Discard != nil)
+	default:
+		if len(n.Input) == 0 {
+			return errAt(loc, n.Line, "node %q needs an input", n.Name)
+		}
+		if n.Wasm.Module == "" {
+			return errAt(loc, n.Wasm.Line, "node %q: wasm.module is missing", n.Name)
+		}
+	}
+	return nil
+}
+
+func oneOf(loc string, n *Node, what string, set ...bool) error {
+	k := 0
+	for _, s := range set {
+		if s {
+			k++
+		}
+	}
+	if k != 1 {
+		return errAt(loc, n.Line, "node %q: %s must name exactly one connector (it names %d)", n.Name, what, k)
+	}
+	return nil
+}
+
+func (s *Spec) checkAcyclic(loc string, byName map[string]*Node) error {
+	const (
+		unvisited = iota
+		active
+		done
+	)
+	state := map[string]int{}
+	var visit func(n *Node) error
+	visit = func(n *Node) error {
+		switch state[n.Name] {
+		case active:
+			return errAt(loc, n.Line, "node %q is part of a cycle", n.Name)
+		case done:
+			return nil
+		}
+		state[n.Name] = active
+		for _, in := range n.Input {
+			if err := visit(byName[in]); err != nil {
+				return err
+			}
+		}
+		state[n.Name] = done
+		return nil
+	}
+	for i := range s.Nodes {
+		if err := visit(&s.Nodes[i]); err != nil {
+			return err
+		}
+	}
+	return nil
+}

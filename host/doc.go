@@ -1,0 +1,29 @@
+// Package host runs Eddy operator modules: it compiles and validates
+// WebAssembly modules against the operator ABI (package abi, abi/ABI.md)
+// and drives one sandboxed instance per task through open, process, finish
+// and close, moving records across the boundary one batch per call.
+//
+// An Engine holds one wazero runtime and its compilation cache and is shared
+// by every task of a process. Engine.Compile (or Load) refuses a module that
+// does not satisfy the ABI before any task runs it. Module.NewInstance makes
+// the per-task Instance; an Instance is driven by one goroutine.
+//
+//	eng, err := host.NewEngine(ctx, host.DefaultConfig())
+//	mod, err := eng.Load(ctx, "enrich.wasm")
+//	inst, err := mod.NewInstance(ctx, host.InstanceConfig{Name: "job/enrich[0]"})
+//	defer inst.Close()
+//	err = inst.Open([]byte(`{"field":"amount"}`))
+//	err = inst.Process(batch, func(out []abi.Record) { /* copy out */ })
+//	err = inst.Finish(func(out []abi.Record) { /* copy out */ })
+//
+// The guest is untrusted. Every pointer it hands the host is bounds-checked,
+// each call has a deadline, memory is capped per instance, WASI has no
+// filesystem, network, environment or arguments, and guest output goes to
+// the task log through a rate limiter. A guest that misbehaves fails its own
+// task with one readable error line wrapping one of the Err* sentinels; it
+// never takes the process or other tasks down.
+//
+// Package host is not for scheduling tasks, moving records between them or
+// keeping state (see dataflow and state), and it does not decide what a
+// failed task means for its job: it only reports the failure.
+package host

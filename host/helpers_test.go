@@ -1,0 +1,231 @@
+package host
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/eddy-stream/eddy/abi"
+)
+
+// newTestEngine starts an engine whose logs go to the test's handler (or
+// nowhere) and closes it when the test ends.
+func newTestEngine(t testing.TB, cfg Config) *Engine {
+	t.Helper()
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	e, err := NewEngine(context.Background(), cfg)
+	if err != nil {
+		t.Fatalf("NewEngine: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := e.Close(context.Background()); err != nil {
+			t.Errorf("Engine.Close: %v", err)
+		}
+	})
+	return e
+}
+
+// loadFixture loads testdata/<name>.wasm (built by testdata/Makefile).
+func loadFixture(t testing.TB, e *Engine, name string) *Module {
+	t.Helper()
+	m, err := e.Load(context.Background(), "testdata/"+name+".wasm")
+	if err != nil {
+		t.Fatalf("load %s: %v", name, err)
+	}
+	return m
+}
+
+func newTestInstance(t testing.TB, m *Module, name string) *Instance {
+	t.Helper()
+	i, err := m.NewInstance(context.Background(), InstanceConfig{Name: name})
+	if err != nil {
+		t.Fatalf("NewInstance %s: %v", name, err)
+	}
+	t.Cleanup(func() { _ = i.Close() })
+	return i
+}
+
+// collector copies emitted records, as a real caller must: they alias guest
+// memory only for the duration of the callback.
+type collector struct{ recs []abi.Record }
+
+func (c *collector) emit(recs []abi.Record) {
+	for _, r := range recs {
+		c.recs = append(c.recs, cloneRecord(r))
+	}
+}
+
+func cloneRecord(r abi.Record) abi.Record {
+	out := abi.Record{Timestamp: r.Timestamp, Key: clone(r.Key), Value: clone(r.Value)}
+	for _, h := range r.Headers {
+		out.Headers = append(out.Headers, abi.Header{Key: h.Key, Value: clone(h.Value)})
+	}
+	return out
+}
+
+func clone(b []byte) []byte {
+	if len(b) == 0 {
+		return nil
+	}
+	return bytes.Clone(b)
+}
+
+// checkEchoWorks proves the engine still runs a well-behaved module, e.g.
+// after a hostile one failed on it.
+func checkEchoWorks(t *testing.T, e *Engine) {
+	t.Helper()
+	i := newTestInstance(t, loadFixture(t, e, "echo"), "job/echo[0]")
+	if err := i.Open(nil); err != nil {
+		t.Fatalf("echo Open: %v", err)
+	}
+	var c collector
+	in := []abi.Record{{Key: []byte("k"), Value: []byte("v"), Timestamp: 1}}
+	if err := i.Process(in, c.emit); err != nil {
+		t.Fatalf("echo Process: %v", err)
+	}
+	if len(c.recs) != 1 || string(c.recs[0].Value) != "v" {
+		t.Fatalf("echo emitted %+v, want the input record", c.recs)
+	}
+}
+
+// recorder is a slog.Handler that keeps every record, for tests that check
+// what the guest logged.
+type recorder struct {
+	mu    sync.Mutex
+	attrs []slog.Attr
+	recs  *[]slog.Record
+}
+
+func newRecorder() *recorder { return &recorder{recs: new([]slog.Record)} }
+
+func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
+
+func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
+	rec = rec.Clone()
+	rec.AddAttrs(r.attrs...)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	*r.recs = append(*r.recs, rec)
+	return nil
+}
+
+func (r *recorder) WithAttrs(as []slog.Attr) slog.Handler {
+	return &recorder{attrs: append(append([]slog.Attr(nil), r.attrs...), as...), recs: r.recs}
+}
+
+func (r *recorder) WithGroup(string) slog.Handler { return r }
+
+// records returns the records whose attribute key equals value ("" matches all).
+func (r *recorder) records(key, value string) []slog.Record {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []slog.Record
+	for _, rec := range *r.recs {
+		if key == "" {
+			out = append(out, rec)
+			continue
+		}
+		rec.Attrs(func(a slog.Attr) bool {
+			if a.Key == key && a.Value.String() == value {
+				out = append(out, rec)
+				return false
+			}
+			return true
+		})
+	}
+	return out
+}
+
+func attr(rec slog.Record, key string) (slog.Value, bool) {
+	var v slog.Value
+	found := false
+	rec.Attrs(func(a slog.Attr) bool {
+		if a.Key == key {
+			v, found = a.Value, true
+			return false
+		}
+		return true
+	})
+	return v, found
+}
+
+func containsAll(s string, words ...string) bool {
+	for _, w := range words {
+		if !strings.Contains(s, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// A hand-assembled Wasm binary, for module shapes clang will not produce
+// (no exported memory, imported memory).
+type wasmFunc struct {
+	export          string
+	params, results []byte // value types: 0x7f i32
+	body            []byte // instructions, without the final end
+}
+
+func buildWasm(funcs []wasmFunc, exportMemory, importMemory bool) []byte {
+	vec := func(items ...[]byte) []byte {
+		out := []byte{byte(len(items))}
+		for _, it := range items {
+			out = append(out, it...)
+		}
+		return out
+	}
+	section := func(id byte, content []byte) []byte {
+		return append([]byte{id, byte(len(content))}, content...)
+	}
+	name := func(s string) []byte { return append([]byte{byte(len(s))}, s...) }
+
+	out := []byte{0, 'a', 's', 'm', 1, 0, 0, 0}
+	var types, funcIdx, code, exports [][]byte
+	for i, f := range funcs {
+		types = append(types, append(append([]byte{0x60}, vec(bytesOf(f.params)...)...), vec(bytesOf(f.results)...)...))
+		funcIdx = append(funcIdx, []byte{byte(i)})
+		body := append(append([]byte{0}, f.body...), 0x0b) // no locals
+		code = append(code, append([]byte{byte(len(body))}, body...))
+		exports = append(exports, append(name(f.export), 0x00, byte(i)))
+	}
+	out = append(out, section(1, vec(types...))...)
+	if importMemory {
+		out = append(out, section(2, vec(append(append(name("env"), name("memory")...), 0x02, 0x00, 0x01)))...)
+	}
+	out = append(out, section(3, vec(funcIdx...))...)
+	if !importMemory {
+		out = append(out, section(5, vec([]byte{0x00, 0x01}))...)
+	}
+	if exportMemory {
+		exports = append(exports, append(name("memory"), 0x02, 0x00))
+	}
+	out = append(out, section(7, vec(exports...))...)
+	out = append(out, section(10, vec(code...))...)
+	return out
+}
+
+func bytesOf(b []byte) [][]byte {
+	out := make([][]byte, len(b))
+	for i := range b {
+		out[i] = b[i : i+1]
+	}
+	return out
+}
+
+// abiFuncs are the five required exports, doing nothing.
+func abiFuncs() []wasmFunc {
+	const i32 = 0x7f
+	ret := func(v byte) []byte { return []byte{0x41, v} } // i32.const v
+	return []wasmFunc{
+		{export: abi.ExportABIVersion, results: []byte{i32}, body: ret(1)},
+		{export: abi.ExportAlloc, params: []byte{i32}, results: []byte{i32}, body: ret(8)},
+		{export: abi.ExportOpen, params: []byte{i32, i32}, results: []byte{i32}, body: ret(0)},
+		{export: abi.ExportProcess, params: []byte{i32, i32}, results: []byte{i32}, body: ret(0)},
+		{export: abi.ExportClose, results: []byte{i32}, body: ret(0)},
+	}
+}

@@ -1,0 +1,149 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"github.com/tetratelabs/wazero"
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/eddy-stream/eddy/abi"
+)
+
+// maxFailMessage bounds what the fail import keeps: the message ends up in
+// a one-line task status.
+const maxFailMessage = 1 << 10
+
+// instantiateEddyModule registers the "eddy" import module once per
+// runtime. Its functions are shared by every instance, so each finds the
+// calling Instance in the call's context. They are Go module functions
+// (api.GoModuleFunc), not reflective WithFunc ones, which cost several
+// times more per call.
+func instantiateEddyModule(ctx context.Context, r wazero.Runtime) error {
+	impls := map[string]api.GoModuleFunc{
+		abi.ImportEmit: hostEmit,
+		abi.ImportLog:  hostLog,
+		abi.ImportFail: hostFail,
+	}
+	b := r.NewHostModuleBuilder(abi.ImportModule)
+	for _, name := range sortedKeys(abi.HostImports) {
+		fn, ok := impls[name]
+		if !ok {
+			// abi gained an import this host does not implement yet.
+			return fmt.Errorf("no implementation of import %q", name)
+		}
+		sig := abiSig(abi.HostImports[name])
+		b.NewFunctionBuilder().WithGoModuleFunction(fn, sig.params, sig.results).WithName(name).Export(name)
+	}
+	_, err := b.Instantiate(ctx)
+	return err
+}
+
+func instanceFrom(ctx context.Context) *Instance {
+	i, _ := ctx.Value(instanceKey{}).(*Instance)
+	if i == nil {
+		// Only reachable if a guest call bypassed Instance; trap that guest.
+		panic(errors.New("host: eddy import called outside an Eddy instance"))
+	}
+	return i
+}
+
+// emit(batch_ptr i32, batch_len i32)
+func hostEmit(ctx context.Context, mod api.Module, stack []uint64) {
+	instanceFrom(ctx).hostEmit(mod, uint32(stack[0]), uint32(stack[1]))
+}
+
+// log(level i32, ptr i32, len i32)
+func hostLog(ctx context.Context, mod api.Module, stack []uint64) {
+	instanceFrom(ctx).hostLog(mod, int32(uint32(stack[0])), uint32(stack[1]), uint32(stack[2]))
+}
+
+// fail(ptr i32, len i32)
+func hostFail(ctx context.Context, mod api.Module, stack []uint64) {
+	instanceFrom(ctx).hostFail(mod, uint32(stack[0]), uint32(stack[1]))
+}
+
+func (i *Instance) hostEmit(mod api.Module, ptr, n uint32) {
+	if i.phase != abi.ExportProcess && i.phase != abi.ExportClose {
+		i.trapGuest(markf([]error{ErrTrap}, "operator %s: eddy.emit called during %s; it is only valid during %s and %s",
+			i.name, i.phase, abi.ExportProcess, abi.ExportClose))
+	}
+	// Decode straight from guest memory: the records alias it and are handed
+	// to emit, which copies what it keeps before the guest runs again.
+	view := i.guestBytes(mod, abi.ImportEmit, ptr, n)
+	recs, err := abi.DecodeBatch(view, i.out[:0])
+	if err != nil {
+		i.trapGuest(markf([]error{ErrBadPointer}, "operator %s: eddy.emit: batch at [%#x, %#x) does not decode: %w",
+			i.name, ptr, uint64(ptr)+uint64(n), err))
+	}
+	i.out = recs
+	if i.emit != nil && len(recs) > 0 {
+		i.deliver(recs)
+	}
+}
+
+// deliver calls the caller's emit callback. A panic in it must not be
+// mistaken for a guest trap, so it is recorded, the guest is unwound, and
+// Instance.call raises the panic again.
+func (i *Instance) deliver(recs []abi.Record) {
+	defer func() {
+		if r := recover(); r != nil {
+			i.cbPanic = r
+			i.trapGuest(fmt.Errorf("operator %s: emit callback panicked: %v", i.name, r))
+		}
+	}()
+	i.emit(recs)
+}
+
+func (i *Instance) hostLog(mod api.Module, level int32, ptr, n uint32) {
+	msg := i.guestBytes(mod, abi.ImportLog, ptr, n)
+	i.log.line(guestLevel(level), streamLog, msg)
+}
+
+func (i *Instance) hostFail(mod api.Module, ptr, n uint32) {
+	msg := i.guestBytes(mod, abi.ImportFail, ptr, n)
+	if len(msg) > maxFailMessage {
+		msg = msg[:maxFailMessage]
+	}
+	i.failMsg = oneLine(string(msg), maxFailMessage)
+}
+
+// guestBytes returns the view of [ptr, ptr+n) in the caller's memory, or
+// traps the guest if the range is not inside it.
+func (i *Instance) guestBytes(mod api.Module, importName string, ptr, n uint32) []byte {
+	mem := mod.Memory()
+	if mem == nil {
+		i.trapGuest(markf([]error{ErrBadPointer}, "operator %s: eddy.%s: the module has no memory", i.name, importName))
+	}
+	view, ok := mem.Read(ptr, n)
+	if !ok {
+		i.trapGuest(markf([]error{ErrBadPointer}, "operator %s: eddy.%s: range [%#x, %#x) is outside the guest memory of %d bytes",
+			i.name, importName, ptr, uint64(ptr)+uint64(n), mem.Size()))
+	}
+	return view
+}
+
+// trapGuest ends the current guest call with err. wazero turns a panic in a
+// host function into an error from the guest call; err is also kept on the
+// instance so the caller gets exactly this error, whatever wazero adds.
+func (i *Instance) trapGuest(err error) {
+	i.hostErr = err
+	panic(err)
+}
+
+// guestLevel maps the ABI log levels to slog's; unknown levels log as info
+// rather than being lost.
+func guestLevel(level int32) slog.Level {
+	switch level {
+	case abi.LogDebug:
+		return slog.LevelDebug
+	case abi.LogWarn:
+		return slog.LevelWarn
+	case abi.LogError:
+		return slog.LevelError
+	default:
+		return slog.LevelInfo
+	}
+}

@@ -1,0 +1,436 @@
+package host
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"time"
+
+	"github.com/tetratelabs/wazero/api"
+	"github.com/tetratelabs/wazero/sys"
+
+	"github.com/eddy-stream/eddy/abi"
+)
+
+// initialBuffer is the size of the first input buffer the host asks the
+// guest for (with the configuration), so that typical batches fit without a
+// second eddy_alloc.
+const initialBuffer = 64 << 10
+
+// InstanceConfig names and routes one instance.
+type InstanceConfig struct {
+	// Name identifies the task in errors ("operator job/node[2]: …") and
+	// logs, e.g. "job/node[2]". Default: the module name.
+	Name string
+	// Logger receives the guest's log, stdout and stderr lines. Default:
+	// the engine's logger.
+	Logger *slog.Logger
+}
+
+// lifecycle is where an instance is in the open → process → finish order.
+type lifecycle uint8
+
+const (
+	created lifecycle = iota
+	opened
+	finished
+)
+
+// Instance is one running copy of a module, owned by one task. It is not
+// safe for concurrent use: the ABI promises the guest it never sees
+// concurrent calls.
+//
+// An error wrapping ErrOperatorFailed leaves the instance usable. Any other
+// error from a guest call (trap, deadline, memory limit, bad pointer, exit)
+// makes it unusable: it is released at once and every later call returns
+// that same error.
+type Instance struct {
+	module  *Module
+	name    string
+	timeout time.Duration
+	log     *guestLog
+	// ctx lives as long as the instance and carries it, so the host
+	// functions, which are shared by every instance of the engine, find the
+	// instance that called them. Each guest call derives its deadline from it.
+	ctx context.Context
+
+	wmod                                api.Module
+	mem                                 api.Memory
+	fnAlloc, fnOpen, fnProcess, fnClose api.Function
+	// stack is reused by every CallWithStack: parameters in, results out.
+	stack []uint64
+
+	// The guest's input buffer from the last eddy_alloc; bufCap 0 means none.
+	buf, bufCap uint32
+
+	// State of the guest call in progress, read by the host functions.
+	phase   string             // export being called, "" between calls
+	callCtx context.Context    // the call's deadline context
+	emit    func([]abi.Record) // where emitted records go
+	out     []abi.Record       // decode target reused by every emit
+	failMsg string             // set by the fail import
+	hostErr error              // error a host function trapped the guest with
+	cbPanic any                // panic of the caller's emit callback, raised again after the call
+
+	state  lifecycle
+	err    error // sticky: why the instance is unusable
+	closed bool
+}
+
+type instanceKey struct{}
+
+// NewInstance instantiates the module for one task and runs its
+// _initialize export. ctx bounds instantiation; its values (not its
+// cancellation) are carried into every later guest call.
+func (m *Module) NewInstance(ctx context.Context, cfg InstanceConfig) (*Instance, error) {
+	if m.closed.Load() {
+		return nil, markf([]error{ErrClosed}, "module %s: module is closed", m.name)
+	}
+	return m.newInstance(ctx, cfg)
+}
+
+func (m *Module) newInstance(ctx context.Context, cfg InstanceConfig) (*Instance, error) {
+	e := m.engine
+	if e.closed.Load() {
+		return nil, markf([]error{ErrClosed}, "module %s: engine is closed", m.name)
+	}
+	name := cfg.Name
+	if name == "" {
+		name = m.name
+	}
+	logger := cfg.Logger
+	if logger == nil {
+		logger = e.logger
+	}
+	i := &Instance{
+		module:  m,
+		name:    name,
+		timeout: e.cfg.CallTimeout,
+		stack:   make([]uint64, 4),
+	}
+	i.ctx = context.WithValue(context.WithoutCancel(ctx), instanceKey{}, i)
+	i.log = newGuestLog(i.ctx, logger.With(slog.String("instance", name), slog.String("module", m.name)),
+		e.cfg.LogLinesPerSecond, e.cfg.LogBurst)
+
+	// Instantiation runs the module's start function, if it has one, so it
+	// gets a deadline like any other guest code.
+	callCtx, cancel := context.WithTimeout(ctx, i.timeout)
+	callCtx = context.WithValue(callCtx, instanceKey{}, i)
+	i.phase, i.callCtx = "instantiation", callCtx
+	wmod, err := e.runtime.InstantiateModule(callCtx, m.compiled, i.moduleConfig())
+	i.phase, i.callCtx = "", nil
+	cancel()
+	if err != nil {
+		i.log.close()
+		return nil, i.callError("instantiation", callCtx, err)
+	}
+	i.wmod = wmod
+	i.mem = wmod.ExportedMemory(abi.ExportMemory)
+	i.fnAlloc = wmod.ExportedFunction(abi.ExportAlloc)
+	i.fnOpen = wmod.ExportedFunction(abi.ExportOpen)
+	i.fnProcess = wmod.ExportedFunction(abi.ExportProcess)
+	i.fnClose = wmod.ExportedFunction(abi.ExportClose)
+	if m.hasInitialize {
+		if err := i.call(abi.ExportInitialize, wmod.ExportedFunction(abi.ExportInitialize), nil); err != nil {
+			i.Close()
+			return nil, err
+		}
+	}
+	return i, nil
+}
+
+// Open hands the operator its configuration (the node's config as JSON;
+// empty means "{}") through eddy_alloc and eddy_open. It must be called
+// once, before Process.
+func (i *Instance) Open(config []byte) error {
+	if err := i.usable(); err != nil {
+		return err
+	}
+	if i.state != created {
+		return fmt.Errorf("operator %s: Open called twice", i.name)
+	}
+	if len(config) == 0 {
+		config = []byte("{}")
+	}
+	ptr, err := i.buffer(len(config), "configuration")
+	if err != nil {
+		return err
+	}
+	view, _ := i.mem.Read(ptr, uint32(len(config))) // in bounds: buffer checked it
+	copy(view, config)
+	i.stack[0], i.stack[1] = uint64(ptr), uint64(len(config))
+	if err := i.call(abi.ExportOpen, i.fnOpen, nil); err != nil {
+		return err
+	}
+	if err := i.status(abi.ExportOpen); err != nil {
+		return err
+	}
+	i.state = opened
+	return nil
+}
+
+// Process writes recs into the guest's input buffer as one batch and calls
+// eddy_process once. Records the guest emits are passed to emit, which may
+// be called any number of times; they alias guest memory and are valid only
+// until emit returns, so emit must copy what it keeps. A nil emit discards
+// them.
+func (i *Instance) Process(recs []abi.Record, emit func([]abi.Record)) error {
+	if err := i.ready(abi.ExportProcess); err != nil {
+		return err
+	}
+	size := abi.EncodedSize(recs)
+	ptr, err := i.buffer(size, "batch")
+	if err != nil {
+		return err
+	}
+	// Encode straight into guest memory: the view is re-read here because
+	// eddy_alloc (or any earlier call) may have grown, and so moved, it.
+	view, _ := i.mem.Read(ptr, uint32(size))
+	abi.EncodeBatch(view, recs)
+	i.stack[0], i.stack[1] = uint64(ptr), uint64(size)
+	if err := i.call(abi.ExportProcess, i.fnProcess, emit); err != nil {
+		return err
+	}
+	return i.status(abi.ExportProcess)
+}
+
+// Finish calls eddy_close so the operator flushes what it buffered, passing
+// the records it emits to emit as Process does. No Process may follow.
+func (i *Instance) Finish(emit func([]abi.Record)) error {
+	if err := i.ready(abi.ExportClose); err != nil {
+		return err
+	}
+	i.state = finished
+	if err := i.call(abi.ExportClose, i.fnClose, emit); err != nil {
+		return err
+	}
+	return i.status(abi.ExportClose)
+}
+
+// Close releases the instance and its memory. It does not call eddy_close
+// (that is Finish). It is idempotent and safe after any error.
+func (i *Instance) Close() error {
+	if i.closed {
+		return nil
+	}
+	i.closed = true
+	i.log.close()
+	if i.err == nil {
+		i.err = markf([]error{ErrClosed}, "operator %s: instance is closed", i.name)
+	}
+	return i.release()
+}
+
+// release frees the wazero module; the Instance struct stays valid so that
+// later calls return the sticky error.
+func (i *Instance) release() error {
+	if i.wmod == nil {
+		return nil
+	}
+	wmod := i.wmod
+	i.wmod, i.mem = nil, nil
+	if i.module.engine.closed.Load() {
+		return nil // Engine.Close released it already.
+	}
+	if err := wmod.Close(context.Background()); err != nil {
+		return fmt.Errorf("operator %s: close: %w", i.name, err)
+	}
+	return nil
+}
+
+// usable returns the sticky error of a failed or closed instance.
+func (i *Instance) usable() error {
+	if i.err != nil {
+		return i.err
+	}
+	if i.module.engine.closed.Load() {
+		return markf([]error{ErrClosed}, "operator %s: engine is closed", i.name)
+	}
+	return nil
+}
+
+// ready checks that export may be called now: the instance is usable, open
+// and not finished. A violation is the caller's bug, not the guest's.
+func (i *Instance) ready(export string) error {
+	if err := i.usable(); err != nil {
+		return err
+	}
+	switch i.state {
+	case created:
+		return fmt.Errorf("operator %s: %s before Open succeeded", i.name, export)
+	case finished:
+		return fmt.Errorf("operator %s: %s after Finish", i.name, export)
+	}
+	return nil
+}
+
+// abiVersion calls eddy_abi_version (used by the probe instance).
+func (i *Instance) abiVersion() (uint32, error) {
+	if err := i.call(abi.ExportABIVersion, i.wmod.ExportedFunction(abi.ExportABIVersion), nil); err != nil {
+		return 0, err
+	}
+	return uint32(i.stack[0]), nil
+}
+
+// buffer returns a guest buffer of at least n bytes for the host to write
+// into, calling eddy_alloc only when the current one is too small.
+func (i *Instance) buffer(n int, what string) (uint32, error) {
+	if n <= int(i.bufCap) {
+		return i.buf, nil
+	}
+	limit := i.module.memoryLimit
+	if uint64(n) > limit || uint64(n) > math.MaxUint32 {
+		return 0, markf([]error{ErrMemoryLimit}, "operator %s: %s of %d bytes cannot fit in the memory limit of %s",
+			i.name, what, n, sizeString(limit))
+	}
+	// Ask for room to grow so that slowly growing batches do not call
+	// eddy_alloc every time; settle for n if the guest cannot give more.
+	want := max(uint64(n), 2*uint64(i.bufCap), initialBuffer)
+	want = min(want, limit/2)
+	if want > uint64(n) {
+		ptr, err := i.alloc(uint32(want))
+		if err != nil || ptr != 0 {
+			return ptr, err
+		}
+	}
+	ptr, err := i.alloc(uint32(n))
+	if err != nil {
+		return 0, err
+	}
+	if ptr == 0 {
+		size := uint64(i.mem.Size())
+		if uint64(n) > limit-min(size, limit) || i.nearMemoryLimit() {
+			return 0, markf([]error{ErrMemoryLimit}, "operator %s: eddy_alloc(%d) for the %s returned 0: memory limit of %s reached",
+				i.name, n, what, sizeString(limit))
+		}
+		return 0, markf([]error{ErrOperatorFailed}, "operator %s: eddy_alloc(%d) for the %s returned 0 (guest memory is %s of %s)",
+			i.name, n, what, sizeString(size), sizeString(limit))
+	}
+	return ptr, nil
+}
+
+// alloc calls eddy_alloc(size) and checks the range it returns; 0 means the
+// guest could not allocate.
+func (i *Instance) alloc(size uint32) (uint32, error) {
+	i.buf, i.bufCap = 0, 0 // the call invalidates the previous buffer
+	i.stack[0] = uint64(size)
+	if err := i.call(abi.ExportAlloc, i.fnAlloc, nil); err != nil {
+		return 0, err
+	}
+	ptr := uint32(i.stack[0])
+	if ptr == 0 {
+		return 0, nil
+	}
+	if memSize := uint64(i.mem.Size()); uint64(ptr)+uint64(size) > memSize {
+		return 0, i.fail(markf([]error{ErrBadPointer}, "operator %s: eddy_alloc(%d) returned [%#x, %#x), outside the guest memory of %d bytes",
+			i.name, size, ptr, uint64(ptr)+uint64(size), memSize))
+	}
+	i.buf, i.bufCap = ptr, size
+	return ptr, nil
+}
+
+// call runs one guest export with the parameters already in i.stack, under
+// the per-call deadline. A returned error has made the instance unusable.
+func (i *Instance) call(export string, fn api.Function, emit func([]abi.Record)) error {
+	ctx, cancel := context.WithTimeout(i.ctx, i.timeout)
+	i.phase, i.callCtx, i.emit = export, ctx, emit
+	i.failMsg, i.hostErr = "", nil
+	err := fn.CallWithStack(ctx, i.stack)
+	i.phase, i.callCtx, i.emit = "", nil, nil
+	if p := i.cbPanic; p != nil {
+		// The caller's own emit callback panicked: that is a bug on the
+		// caller's side, so it surfaces as the panic it was, after the guest
+		// (which did nothing wrong) has been unwound.
+		i.cbPanic = nil
+		cancel()
+		i.fail(markf([]error{ErrClosed}, "operator %s: emit callback panicked during %s", i.name, export))
+		panic(p)
+	}
+	if err == nil && ctx.Err() != nil {
+		// The guest returned just as its deadline passed (e.g. a sleep cut
+		// short by the host); wazero may be closing the module concurrently,
+		// so the instance is not trusted any further.
+		err = sys.NewExitError(sys.ExitCodeDeadlineExceeded)
+	}
+	cancel()
+	if err != nil {
+		return i.fail(i.callError(export, ctx, err))
+	}
+	return nil
+}
+
+// fail makes the instance unusable with err and releases its memory now,
+// rather than when the task gets round to Close.
+func (i *Instance) fail(err error) error {
+	i.err = err
+	_ = i.release()
+	return err
+}
+
+// callError turns what a guest call returned into one line wrapping the
+// right sentinel.
+func (i *Instance) callError(export string, ctx context.Context, err error) error {
+	if i.hostErr != nil {
+		// A host function trapped the guest and already said why.
+		return i.hostErr
+	}
+	if i.module.engine.closed.Load() {
+		return markf([]error{ErrClosed}, "operator %s: %s: engine is closed", i.name, export)
+	}
+	var exit *sys.ExitError
+	if errors.As(err, &exit) {
+		switch exit.ExitCode() {
+		case sys.ExitCodeDeadlineExceeded:
+			return markf([]error{ErrDeadline}, "operator %s: %s exceeded its %s deadline", i.name, export, i.timeout)
+		case sys.ExitCodeContextCanceled:
+			return markf([]error{context.Canceled}, "operator %s: %s was cancelled", i.name, export)
+		default:
+			return markf([]error{ErrExited}, "operator %s: %s: module exited with code %d", i.name, export, exit.ExitCode())
+		}
+	}
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return markf([]error{ErrDeadline}, "operator %s: %s exceeded its %s deadline", i.name, export, i.timeout)
+	}
+	msg := firstLine(err.Error())
+	if i.nearMemoryLimit() {
+		// memory.grow failed at the limit and the guest gave up; name the
+		// cause rather than the symptom (usually "unreachable").
+		return markf([]error{ErrMemoryLimit, ErrTrap}, "operator %s: %s: memory limit of %s reached (%s)",
+			i.name, export, sizeString(i.module.memoryLimit), msg)
+	}
+	return markf([]error{ErrTrap}, "operator %s: %s trapped: %s", i.name, export, msg)
+}
+
+// nearMemoryLimit reports whether the guest's memory is within 1/16 of its
+// limit, so that a failure now is most likely a failed memory.grow: a guest
+// cannot tell the host why it trapped, and allocators grow in chunks, so
+// "exactly at the limit" would miss most cases.
+func (i *Instance) nearMemoryLimit() bool {
+	if i.mem == nil {
+		return false
+	}
+	limit := i.module.memoryLimit
+	return uint64(i.mem.Size())+limit/16 >= limit
+}
+
+// status interprets the status an export returned.
+func (i *Instance) status(export string) error {
+	switch s := int32(uint32(i.stack[0])); s {
+	case abi.StatusOK:
+		return nil
+	case abi.StatusError:
+		msg := i.failMsg
+		if msg == "" {
+			msg = "status 1 (the operator gave no message)"
+		}
+		return markf([]error{ErrOperatorFailed}, "operator %s: %s failed: %s", i.name, export, msg)
+	default:
+		msg := fmt.Sprintf("status %d", s)
+		if i.failMsg != "" {
+			msg = i.failMsg + " (" + msg + ")"
+		}
+		return markf([]error{ErrOperatorFailed}, "operator %s: %s failed: %s", i.name, export, msg)
+	}
+}

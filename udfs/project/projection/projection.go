@@ -1,0 +1,287 @@
+// Package projection is the algorithm of the "project" example operator: it
+// keeps the records whose JSON value passes a predicate on one top-level
+// field, and rewrites their value to a chosen subset of top-level fields.
+//
+// It is pure Go with no SDK import so that the very same code runs inside
+// the Wasm guest (udfs/project/go) and natively (tests, benchmarks against
+// the guests). udfs/project/c/project.c is the same algorithm in C, written
+// to mirror this file; change both together.
+//
+// Configuration (JSON):
+//
+//	{"fields": ["card", "amount"], "where": {"field": "amount", "op": ">", "value": 100}}
+//
+// "fields" is optional: without it the value is kept whole. "where" is
+// optional: without it every JSON object passes. The ops are ==, !=, <, <=,
+// >, >= when "value" is a number (compared as float64), == and != when it is
+// a string (compared after unescaping), and "exists" (no "value"). A record
+// passes only if the where field is present and of the value's type, so
+// != does not match a missing field or a string compared to a number.
+//
+// Records whose value is not a valid JSON object are dropped. Output members
+// are in configuration order with their raw value bytes; missing fields are
+// left out; when a field occurs twice in a value, the first one counts.
+package projection
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/eddy-stream/eddy/sdk/go/jsonscan"
+)
+
+// Op is a comparison of the where clause.
+type Op uint8
+
+// The ops.
+const (
+	OpNone Op = iota // no where clause
+	OpEq
+	OpNe
+	OpLt
+	OpLe
+	OpGt
+	OpGe
+	OpExists
+)
+
+// Projector applies one configuration. It keeps scratch space between calls
+// to Apply, so it is not safe for concurrent use: use one per task.
+type Projector struct {
+	all      bool     // no "fields": keep the whole value
+	fields   [][]byte // field names, unescaped
+	prefixes [][]byte // `"name":` for each field, as written to the output
+	spans    [][]byte // scratch: each field's value in the current record
+
+	op      Op
+	where   []byte // where field name, unescaped
+	numeric bool   // compare as numbers (else as strings)
+	number  float64
+	text    []byte
+}
+
+// Parse reads a configuration. Its error messages are the ones the C
+// version reports too.
+func Parse(config []byte) (*Projector, error) {
+	p := &Projector{all: true}
+	it, ok := jsonscan.Objects(config)
+	if !ok {
+		return nil, errors.New("project: config is not a JSON object")
+	}
+	seenFields, seenWhere := false, false
+	for {
+		key, value, st := it.Next()
+		if st == jsonscan.Malformed {
+			return nil, errors.New("project: config is not valid JSON")
+		}
+		if st == jsonscan.End {
+			break
+		}
+		switch {
+		case jsonscan.Equal(key, []byte("fields")) && !seenFields:
+			seenFields = true
+			if err := p.parseFields(value); err != nil {
+				return nil, err
+			}
+		case jsonscan.Equal(key, []byte("where")) && !seenWhere:
+			seenWhere = true
+			if err := p.parseWhere(value); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("project: config: unknown or repeated key %s", key)
+		}
+	}
+	return p, nil
+}
+
+func (p *Projector) parseFields(value []byte) error {
+	it, ok := jsonscan.Elements(value)
+	if !ok {
+		return errors.New("project: config: fields must be an array of strings")
+	}
+	p.all = false
+	for {
+		_, elem, st := it.Next()
+		if st == jsonscan.End {
+			return nil
+		}
+		if st == jsonscan.Malformed || jsonscan.KindOf(elem) != jsonscan.String {
+			return errors.New("project: config: fields must be an array of strings")
+		}
+		name := jsonscan.AppendUnquote(nil, elem)
+		for _, f := range p.fields {
+			if string(f) == string(name) {
+				return fmt.Errorf("project: config: field %s is listed twice", elem)
+			}
+		}
+		prefix := append(jsonscan.AppendQuote(nil, name), ':')
+		p.fields = append(p.fields, name)
+		p.prefixes = append(p.prefixes, prefix)
+		p.spans = append(p.spans, nil)
+	}
+}
+
+func (p *Projector) parseWhere(value []byte) error {
+	it, ok := jsonscan.Objects(value)
+	if !ok {
+		return errors.New("project: config: where must be an object")
+	}
+	var field, op, operand []byte
+	for {
+		key, v, st := it.Next()
+		if st == jsonscan.Malformed {
+			return errors.New("project: config: where must be an object")
+		}
+		if st == jsonscan.End {
+			break
+		}
+		switch {
+		case jsonscan.Equal(key, []byte("field")) && field == nil:
+			field = v
+		case jsonscan.Equal(key, []byte("op")) && op == nil:
+			op = v
+		case jsonscan.Equal(key, []byte("value")) && operand == nil:
+			operand = v
+		default:
+			return fmt.Errorf("project: config: where: unknown or repeated key %s", key)
+		}
+	}
+	if jsonscan.KindOf(field) != jsonscan.String {
+		return errors.New("project: config: where.field must be a string")
+	}
+	p.where = jsonscan.AppendUnquote(nil, field)
+	if jsonscan.KindOf(op) != jsonscan.String {
+		return errors.New("project: config: where.op must be a string")
+	}
+	switch {
+	case jsonscan.Equal(op, []byte("==")):
+		p.op = OpEq
+	case jsonscan.Equal(op, []byte("!=")):
+		p.op = OpNe
+	case jsonscan.Equal(op, []byte("<")):
+		p.op = OpLt
+	case jsonscan.Equal(op, []byte("<=")):
+		p.op = OpLe
+	case jsonscan.Equal(op, []byte(">")):
+		p.op = OpGt
+	case jsonscan.Equal(op, []byte(">=")):
+		p.op = OpGe
+	case jsonscan.Equal(op, []byte("exists")):
+		p.op = OpExists
+	default:
+		return fmt.Errorf("project: config: where.op %s is not one of ==, !=, <, <=, >, >=, exists", op)
+	}
+	if p.op == OpExists {
+		if operand != nil {
+			return errors.New("project: config: where.value is not allowed with exists")
+		}
+		return nil
+	}
+	switch jsonscan.KindOf(operand) {
+	case jsonscan.Number:
+		p.numeric = true
+		p.number, _ = jsonscan.ParseNumber(operand)
+	case jsonscan.String:
+		if p.op != OpEq && p.op != OpNe {
+			return errors.New("project: config: strings compare only with == and !=")
+		}
+		p.text = jsonscan.AppendUnquote(nil, operand)
+	default:
+		return errors.New("project: config: where.value must be a number or a string")
+	}
+	return nil
+}
+
+// Apply reports whether the record with this value is kept and returns its
+// new value: dst with the projection appended, or, when the configuration
+// has no "fields", value itself (the caller copies it anyway, so copying it
+// here would be wasted). When the record is dropped, dst is returned
+// unchanged. value is untrusted: any bytes are handled without panicking.
+func (p *Projector) Apply(dst, value []byte) (out []byte, keep bool) {
+	it, ok := jsonscan.Objects(value)
+	if !ok {
+		return dst, false
+	}
+	for i := range p.spans {
+		p.spans[i] = nil
+	}
+	var cond []byte
+	for {
+		key, v, st := it.Next()
+		if st == jsonscan.Malformed {
+			return dst, false
+		}
+		if st == jsonscan.End {
+			break
+		}
+		if p.op != OpNone && cond == nil && jsonscan.Equal(key, p.where) {
+			cond = v
+		}
+		for i, f := range p.fields {
+			if p.spans[i] == nil && jsonscan.Equal(key, f) {
+				p.spans[i] = v
+				break // field names are distinct: no other can match
+			}
+		}
+	}
+	if p.op != OpNone && !p.match(cond) {
+		return dst, false
+	}
+	if p.all {
+		return value, true
+	}
+	dst = append(dst, '{')
+	n := 0
+	for i, v := range p.spans {
+		if v == nil {
+			continue
+		}
+		if n > 0 {
+			dst = append(dst, ',')
+		}
+		dst = append(dst, p.prefixes[i]...)
+		dst = append(dst, v...)
+		n++
+	}
+	return append(dst, '}'), true
+}
+
+// match evaluates the where clause on the where field's raw value (nil when
+// the field is missing).
+func (p *Projector) match(v []byte) bool {
+	if v == nil {
+		return false
+	}
+	if p.op == OpExists {
+		return true
+	}
+	if !p.numeric {
+		if jsonscan.KindOf(v) != jsonscan.String {
+			return false
+		}
+		return jsonscan.Equal(v, p.text) == (p.op == OpEq)
+	}
+	if jsonscan.KindOf(v) != jsonscan.Number {
+		return false
+	}
+	x, ok := jsonscan.ParseNumber(v)
+	if !ok {
+		return false
+	}
+	switch p.op {
+	case OpEq:
+		return x == p.number
+	case OpNe:
+		return x != p.number
+	case OpLt:
+		return x < p.number
+	case OpLe:
+		return x <= p.number
+	case OpGt:
+		return x > p.number
+	case OpGe:
+		return x >= p.number
+	}
+	return false
+}
