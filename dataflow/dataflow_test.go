@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -20,6 +21,8 @@ import (
 
 func newEngine(t *testing.T, cfg host.Config) *host.Engine {
 	t.Helper()
+	// A cache shared by the test runs: Go-built modules take seconds to compile cold.
+	cfg.CacheDir = filepath.Join(os.TempDir(), "eddy-test-wasm-cache")
 	e, err := host.NewEngine(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -43,7 +46,7 @@ func parse(t *testing.T, text string) *jobspec.Spec {
 // own clear error, the good one completes with every record.
 func TestHostileJobDoesNotAffectOthers(t *testing.T) {
 	cfg := host.DefaultConfig()
-	cfg.CallTimeout = 500 * time.Millisecond
+	cfg.CallTimeout = 2 * time.Second
 	cfg.MemoryLimit = 32 << 20
 	engine := newEngine(t, cfg)
 	const goodSpec = `name: good
@@ -86,7 +89,7 @@ nodes:
 	go run("good", goodSpec)
 	for mod := range hostile {
 		wg.Add(1)
-		go run(mod, strings.Replace(strings.Replace(goodSpec, "project-go.wasm", "../host/testdata/"+mod, 1), "udfs/build/../", "", 1))
+		go run(mod, strings.Replace(strings.Replace(strings.Replace(goodSpec, "name: good", "name: hostile-"+mod, 1), "project-go.wasm", "../host/testdata/"+mod, 1), "udfs/build/../", "", 1))
 	}
 	wg.Wait()
 	if errs["good"] != nil {

@@ -42,6 +42,16 @@ type Options struct {
 // ErrJobFailed marks the error of a job whose task failed.
 var ErrJobFailed = errors.New("dataflow: job failed")
 
+// jobError reads "job NAME failed: cause" and matches ErrJobFailed and
+// everything the cause matches.
+type jobError struct {
+	job string
+	err error
+}
+
+func (e *jobError) Error() string   { return fmt.Sprintf("job %s failed: %v", e.job, e.err) }
+func (e *jobError) Unwrap() []error { return []error{ErrJobFailed, e.err} }
+
 // NodeStats counts the records through one node, over all its subtasks.
 type NodeStats struct {
 	Name        string
@@ -212,7 +222,7 @@ func (j *Job) Run(ctx context.Context) (*Summary, error) {
 		return sum, parent.Err()
 	}
 	if firstErr != nil {
-		return sum, fmt.Errorf("%w: %s: %w", ErrJobFailed, j.spec.Name, firstErr)
+		return sum, &jobError{job: j.spec.Name, err: firstErr}
 	}
 	return sum, nil
 }

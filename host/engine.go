@@ -117,7 +117,15 @@ func (e *Engine) Load(ctx context.Context, path string) (*Module, error) {
 // ABI version (read from a probe instance). A module that fails any check is
 // refused with an error wrapping ErrInvalidModule. name identifies the
 // module in errors and logs.
-func (e *Engine) Compile(ctx context.Context, name string, wasm []byte) (*Module, error) {
+func (e *Engine) Compile(ctx context.Context, name string, wasm []byte) (m *Module, err error) {
+	// The bytes come from whoever uploaded the module: should they trip a
+	// bug in wazero's decoder or compiler, refuse the module rather than
+	// take the process down.
+	defer func() {
+		if r := recover(); r != nil {
+			m, err = nil, markf([]error{ErrInvalidModule}, "module %s: the runtime failed on this module: %s", name, firstLine(fmt.Sprint(r)))
+		}
+	}()
 	if e.closed.Load() {
 		return nil, markf([]error{ErrClosed}, "module %s: engine is closed", name)
 	}
@@ -130,7 +138,7 @@ func (e *Engine) Compile(ctx context.Context, name string, wasm []byte) (*Module
 		return nil, markf([]error{ErrInvalidModule}, "module %s: does not compile: %s", name, firstLine(err.Error()))
 	}
 	sum := sha256.Sum256(wasm)
-	m := &Module{engine: e, name: name, sha256: hex.EncodeToString(sum[:]), compiled: compiled}
+	m = &Module{engine: e, name: name, sha256: hex.EncodeToString(sum[:]), compiled: compiled}
 	if err := m.validate(ctx); err != nil {
 		_ = compiled.Close(ctx)
 		return nil, err

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/eddy-stream/eddy/abi"
 )
 
 func TestConfigValidate(t *testing.T) {
@@ -45,7 +47,7 @@ func TestConfigValidate(t *testing.T) {
 }
 
 func TestCompileRejectsInvalidModules(t *testing.T) {
-	e := newTestEngine(t, Config{})
+	e := newTestEngine(t, Config{CallTimeout: 200 * time.Millisecond})
 	fixture := func(name string) []byte {
 		b, err := os.ReadFile("testdata/" + name + ".wasm")
 		if err != nil {
@@ -56,6 +58,7 @@ func TestCompileRejectsInvalidModules(t *testing.T) {
 	tests := []struct {
 		name  string
 		wasm  []byte
+		is    error    // besides ErrInvalidModule, if set
 		words []string // all must appear in the one-line message
 	}{
 		{name: "not wasm", wasm: []byte("#!/bin/sh\necho hi\n"), words: []string{"not a WebAssembly binary"}},
@@ -73,12 +76,21 @@ func TestCompileRejectsInvalidModules(t *testing.T) {
 			words: []string{`import "eddy"."emit" has signature func(i32), want func(i32, i32)`}},
 		{name: "unsupported ABI version", wasm: fixture("abi_v7"),
 			words: []string{"ABI version 7 is not supported by this host (supports 1)"}},
-		{name: "no exported memory", wasm: buildWasm(abiFuncs(), false, false),
+		{name: "no exported memory", wasm: wasmModule{funcs: abiFuncs()}.bytes(),
 			words: []string{`no exported memory "memory"`}},
-		{name: "imported memory", wasm: buildWasm(abiFuncs(), false, true),
+		{name: "imported memory", wasm: wasmModule{funcs: abiFuncs(), importMemory: true}.bytes(),
 			words: []string{`imports memory "env"."memory"`, `no exported memory`}},
-		{name: "several problems reported together", wasm: buildWasm(abiFuncs()[:3], false, false),
+		{name: "several problems reported together", wasm: wasmModule{funcs: abiFuncs()[:3]}.bytes(),
 			words: []string{`missing export "eddy_close" (want func() -> i32)`, `missing export "eddy_process"`, `no exported memory`}},
+		{name: "_initialize with a result", wasm: wasmModule{exportMemory: true, funcs: append(abiFuncs(),
+			wasmFunc{export: abi.ExportInitialize, results: []byte{0x7f}, body: []byte{0x41, 0}})}.bytes(),
+			words: []string{`export "_initialize" has signature func() -> i32, want func()`}},
+		{name: "_initialize traps", is: ErrTrap, wasm: wasmModule{exportMemory: true, funcs: append(abiFuncs(),
+			wasmFunc{export: abi.ExportInitialize, body: opUnreachable})}.bytes(),
+			words: []string{"probe instance: _initialize trapped: wasm error: unreachable"}},
+		{name: "start function loops", is: ErrDeadline, wasm: wasmModule{exportMemory: true, start: 6, funcs: append(abiFuncs(),
+			wasmFunc{body: opInfiniteLoop})}.bytes(),
+			words: []string{"probe instance: instantiation exceeded its 200ms deadline"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -86,8 +98,8 @@ func TestCompileRejectsInvalidModules(t *testing.T) {
 			if err == nil {
 				t.Fatalf("Compile succeeded (ABI version %d), want an error", m.ABIVersion())
 			}
-			if !errors.Is(err, ErrInvalidModule) {
-				t.Errorf("error %q does not wrap ErrInvalidModule", err)
+			if !errors.Is(err, ErrInvalidModule) || (tt.is != nil && !errors.Is(err, tt.is)) {
+				t.Errorf("error %q does not wrap ErrInvalidModule and %v", err, tt.is)
 			}
 			msg := err.Error()
 			if !strings.HasPrefix(msg, "module x.wasm: ") || strings.Contains(msg, "\n") || !containsAll(msg, tt.words...) {
@@ -111,7 +123,7 @@ func TestCompileAcceptsValidModules(t *testing.T) {
 			}
 			return b
 		}},
-		{name: "hand-built, no imports, no _initialize", wasm: func(*testing.T) []byte { return buildWasm(abiFuncs(), true, false) }},
+		{name: "hand-built, no imports, no _initialize", wasm: func(*testing.T) []byte { return wasmModule{funcs: abiFuncs(), exportMemory: true}.bytes() }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

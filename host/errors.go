@@ -31,8 +31,9 @@ var (
 	ErrBadPointer = errors.New("host: guest passed a bad pointer")
 	// ErrExited: the guest called WASI proc_exit.
 	ErrExited = errors.New("host: guest exited")
-	// ErrClosed: the Instance (or its Engine) was closed, or an earlier
-	// failure made it unusable.
+	// ErrClosed: the Instance, its Module or its Engine was closed (also
+	// after the caller's emit callback panicked). An instance made unusable
+	// by a guest failure returns that failure's error instead.
 	ErrClosed = errors.New("host: instance closed")
 )
 

@@ -163,15 +163,22 @@ func containsAll(s string, words ...string) bool {
 	return true
 }
 
-// A hand-assembled Wasm binary, for module shapes clang will not produce
-// (no exported memory, imported memory).
+// wasmModule is a hand-assembled Wasm binary, for module shapes clang will
+// not produce (no exported memory, imported memory, a start function).
+type wasmModule struct {
+	funcs        []wasmFunc
+	exportMemory bool
+	importMemory bool
+	start        int // 1 + index of the start function; 0 = none
+}
+
 type wasmFunc struct {
-	export          string
+	export          string // "" = not exported
 	params, results []byte // value types: 0x7f i32
 	body            []byte // instructions, without the final end
 }
 
-func buildWasm(funcs []wasmFunc, exportMemory, importMemory bool) []byte {
+func (w wasmModule) bytes() []byte {
 	vec := func(items ...[]byte) []byte {
 		out := []byte{byte(len(items))}
 		for _, it := range items {
@@ -183,39 +190,43 @@ func buildWasm(funcs []wasmFunc, exportMemory, importMemory bool) []byte {
 		return append([]byte{id, byte(len(content))}, content...)
 	}
 	name := func(s string) []byte { return append([]byte{byte(len(s))}, s...) }
+	valTypes := func(b []byte) []byte { return append([]byte{byte(len(b))}, b...) }
 
 	out := []byte{0, 'a', 's', 'm', 1, 0, 0, 0}
 	var types, funcIdx, code, exports [][]byte
-	for i, f := range funcs {
-		types = append(types, append(append([]byte{0x60}, vec(bytesOf(f.params)...)...), vec(bytesOf(f.results)...)...))
+	for i, f := range w.funcs {
+		types = append(types, append(append([]byte{0x60}, valTypes(f.params)...), valTypes(f.results)...))
 		funcIdx = append(funcIdx, []byte{byte(i)})
 		body := append(append([]byte{0}, f.body...), 0x0b) // no locals
 		code = append(code, append([]byte{byte(len(body))}, body...))
-		exports = append(exports, append(name(f.export), 0x00, byte(i)))
+		if f.export != "" {
+			exports = append(exports, append(name(f.export), 0x00, byte(i)))
+		}
 	}
 	out = append(out, section(1, vec(types...))...)
-	if importMemory {
+	if w.importMemory {
 		out = append(out, section(2, vec(append(append(name("env"), name("memory")...), 0x02, 0x00, 0x01)))...)
 	}
 	out = append(out, section(3, vec(funcIdx...))...)
-	if !importMemory {
+	if !w.importMemory {
 		out = append(out, section(5, vec([]byte{0x00, 0x01}))...)
 	}
-	if exportMemory {
+	if w.exportMemory {
 		exports = append(exports, append(name("memory"), 0x02, 0x00))
 	}
 	out = append(out, section(7, vec(exports...))...)
+	if w.start > 0 {
+		out = append(out, section(8, []byte{byte(w.start - 1)})...)
+	}
 	out = append(out, section(10, vec(code...))...)
 	return out
 }
 
-func bytesOf(b []byte) [][]byte {
-	out := make([][]byte, len(b))
-	for i := range b {
-		out[i] = b[i : i+1]
-	}
-	return out
-}
+// Wasm instructions used by the hand-built modules.
+var (
+	opUnreachable  = []byte{0x00}
+	opInfiniteLoop = []byte{0x03, 0x40, 0x0c, 0x00, 0x0b} // loop br 0 end
+)
 
 // abiFuncs are the five required exports, doing nothing.
 func abiFuncs() []wasmFunc {

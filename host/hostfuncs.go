@@ -67,16 +67,22 @@ func hostFail(ctx context.Context, mod api.Module, stack []uint64) {
 
 func (i *Instance) hostEmit(mod api.Module, ptr, n uint32) {
 	if i.phase != abi.ExportProcess && i.phase != abi.ExportClose {
-		i.trapGuest(markf([]error{ErrTrap}, "operator %s: eddy.emit called during %s; it is only valid during %s and %s",
-			i.name, i.phase, abi.ExportProcess, abi.ExportClose))
+		i.trapGuest(markf([]error{ErrTrap}, "%s: eddy.emit called during %s; it is only valid during %s and %s",
+			i.who, i.phase, abi.ExportProcess, abi.ExportClose))
 	}
 	// Decode straight from guest memory: the records alias it and are handed
 	// to emit, which copies what it keeps before the guest runs again.
 	view := i.guestBytes(mod, abi.ImportEmit, ptr, n)
+	if size := mod.Memory().Size(); size != i.outMem {
+		// Memory grew, so it moved: drop the stale records that still point
+		// into the old buffer, or they would keep it from being collected.
+		clear(i.out[:cap(i.out)])
+		i.outMem = size
+	}
 	recs, err := abi.DecodeBatch(view, i.out[:0])
 	if err != nil {
-		i.trapGuest(markf([]error{ErrBadPointer}, "operator %s: eddy.emit: batch at [%#x, %#x) does not decode: %w",
-			i.name, ptr, uint64(ptr)+uint64(n), err))
+		i.trapGuest(markf([]error{ErrBadPointer}, "%s: eddy.emit: batch at [%#x, %#x) does not decode: %w",
+			i.who, ptr, uint64(ptr)+uint64(n), err))
 	}
 	i.out = recs
 	if i.emit != nil && len(recs) > 0 {
@@ -91,7 +97,7 @@ func (i *Instance) deliver(recs []abi.Record) {
 	defer func() {
 		if r := recover(); r != nil {
 			i.cbPanic = r
-			i.trapGuest(fmt.Errorf("operator %s: emit callback panicked: %v", i.name, r))
+			i.trapGuest(fmt.Errorf("%s: emit callback panicked: %v", i.who, r))
 		}
 	}()
 	i.emit(recs)
@@ -115,12 +121,12 @@ func (i *Instance) hostFail(mod api.Module, ptr, n uint32) {
 func (i *Instance) guestBytes(mod api.Module, importName string, ptr, n uint32) []byte {
 	mem := mod.Memory()
 	if mem == nil {
-		i.trapGuest(markf([]error{ErrBadPointer}, "operator %s: eddy.%s: the module has no memory", i.name, importName))
+		i.trapGuest(markf([]error{ErrBadPointer}, "%s: eddy.%s: the module has no memory", i.who, importName))
 	}
 	view, ok := mem.Read(ptr, n)
 	if !ok {
-		i.trapGuest(markf([]error{ErrBadPointer}, "operator %s: eddy.%s: range [%#x, %#x) is outside the guest memory of %d bytes",
-			i.name, importName, ptr, uint64(ptr)+uint64(n), mem.Size()))
+		i.trapGuest(markf([]error{ErrBadPointer}, "%s: eddy.%s: range [%#x, %#x) is outside the guest memory of %d bytes",
+			i.who, importName, ptr, uint64(ptr)+uint64(n), mem.Size()))
 	}
 	return view
 }

@@ -47,8 +47,10 @@ const (
 // makes it unusable: it is released at once and every later call returns
 // that same error.
 type Instance struct {
-	module  *Module
-	name    string
+	module *Module
+	// who starts every error message: "operator <name>", or for the probe
+	// instance Compile runs, "module <name>: probe instance".
+	who     string
 	timeout time.Duration
 	log     *guestLog
 	// ctx lives as long as the instance and carries it, so the host
@@ -70,6 +72,7 @@ type Instance struct {
 	callCtx context.Context    // the call's deadline context
 	emit    func([]abi.Record) // where emitted records go
 	out     []abi.Record       // decode target reused by every emit
+	outMem  uint32             // guest memory size when out was last filled
 	failMsg string             // set by the fail import
 	hostErr error              // error a host function trapped the guest with
 	cbPanic any                // panic of the caller's emit callback, raised again after the call
@@ -88,17 +91,17 @@ func (m *Module) NewInstance(ctx context.Context, cfg InstanceConfig) (*Instance
 	if m.closed.Load() {
 		return nil, markf([]error{ErrClosed}, "module %s: module is closed", m.name)
 	}
-	return m.newInstance(ctx, cfg)
-}
-
-func (m *Module) newInstance(ctx context.Context, cfg InstanceConfig) (*Instance, error) {
-	e := m.engine
-	if e.closed.Load() {
-		return nil, markf([]error{ErrClosed}, "module %s: engine is closed", m.name)
-	}
 	name := cfg.Name
 	if name == "" {
 		name = m.name
+	}
+	return m.newInstance(ctx, cfg, name, "operator "+name)
+}
+
+func (m *Module) newInstance(ctx context.Context, cfg InstanceConfig, name, who string) (*Instance, error) {
+	e := m.engine
+	if e.closed.Load() {
+		return nil, markf([]error{ErrClosed}, "module %s: engine is closed", m.name)
 	}
 	logger := cfg.Logger
 	if logger == nil {
@@ -106,7 +109,7 @@ func (m *Module) newInstance(ctx context.Context, cfg InstanceConfig) (*Instance
 	}
 	i := &Instance{
 		module:  m,
-		name:    name,
+		who:     who,
 		timeout: e.cfg.CallTimeout,
 		stack:   make([]uint64, 4),
 	}
@@ -149,7 +152,7 @@ func (i *Instance) Open(config []byte) error {
 		return err
 	}
 	if i.state != created {
-		return fmt.Errorf("operator %s: Open called twice", i.name)
+		return fmt.Errorf("%s: Open called twice", i.who)
 	}
 	if len(config) == 0 {
 		config = []byte("{}")
@@ -218,7 +221,7 @@ func (i *Instance) Close() error {
 	i.closed = true
 	i.log.close()
 	if i.err == nil {
-		i.err = markf([]error{ErrClosed}, "operator %s: instance is closed", i.name)
+		i.err = markf([]error{ErrClosed}, "%s: instance is closed", i.who)
 	}
 	return i.release()
 }
@@ -230,12 +233,12 @@ func (i *Instance) release() error {
 		return nil
 	}
 	wmod := i.wmod
-	i.wmod, i.mem = nil, nil
+	i.wmod, i.mem, i.out = nil, nil, nil
 	if i.module.engine.closed.Load() {
 		return nil // Engine.Close released it already.
 	}
 	if err := wmod.Close(context.Background()); err != nil {
-		return fmt.Errorf("operator %s: close: %w", i.name, err)
+		return fmt.Errorf("%s: close: %w", i.who, err)
 	}
 	return nil
 }
@@ -246,7 +249,7 @@ func (i *Instance) usable() error {
 		return i.err
 	}
 	if i.module.engine.closed.Load() {
-		return markf([]error{ErrClosed}, "operator %s: engine is closed", i.name)
+		return markf([]error{ErrClosed}, "%s: engine is closed", i.who)
 	}
 	return nil
 }
@@ -259,9 +262,9 @@ func (i *Instance) ready(export string) error {
 	}
 	switch i.state {
 	case created:
-		return fmt.Errorf("operator %s: %s before Open succeeded", i.name, export)
+		return fmt.Errorf("%s: %s before Open succeeded", i.who, export)
 	case finished:
-		return fmt.Errorf("operator %s: %s after Finish", i.name, export)
+		return fmt.Errorf("%s: %s after Finish", i.who, export)
 	}
 	return nil
 }
@@ -282,8 +285,8 @@ func (i *Instance) buffer(n int, what string) (uint32, error) {
 	}
 	limit := i.module.memoryLimit
 	if uint64(n) > limit || uint64(n) > math.MaxUint32 {
-		return 0, markf([]error{ErrMemoryLimit}, "operator %s: %s of %d bytes cannot fit in the memory limit of %s",
-			i.name, what, n, sizeString(limit))
+		return 0, markf([]error{ErrMemoryLimit}, "%s: %s of %d bytes cannot fit in the memory limit of %s",
+			i.who, what, n, sizeString(limit))
 	}
 	// Ask for room to grow so that slowly growing batches do not call
 	// eddy_alloc every time; settle for n if the guest cannot give more.
@@ -302,11 +305,11 @@ func (i *Instance) buffer(n int, what string) (uint32, error) {
 	if ptr == 0 {
 		size := uint64(i.mem.Size())
 		if uint64(n) > limit-min(size, limit) || i.nearMemoryLimit() {
-			return 0, markf([]error{ErrMemoryLimit}, "operator %s: eddy_alloc(%d) for the %s returned 0: memory limit of %s reached",
-				i.name, n, what, sizeString(limit))
+			return 0, markf([]error{ErrMemoryLimit}, "%s: eddy_alloc(%d) for the %s returned 0: memory limit of %s reached",
+				i.who, n, what, sizeString(limit))
 		}
-		return 0, markf([]error{ErrOperatorFailed}, "operator %s: eddy_alloc(%d) for the %s returned 0 (guest memory is %s of %s)",
-			i.name, n, what, sizeString(size), sizeString(limit))
+		return 0, markf([]error{ErrOperatorFailed}, "%s: eddy_alloc(%d) for the %s returned 0 (guest memory is %s of %s)",
+			i.who, n, what, sizeString(size), sizeString(limit))
 	}
 	return ptr, nil
 }
@@ -324,8 +327,8 @@ func (i *Instance) alloc(size uint32) (uint32, error) {
 		return 0, nil
 	}
 	if memSize := uint64(i.mem.Size()); uint64(ptr)+uint64(size) > memSize {
-		return 0, i.fail(markf([]error{ErrBadPointer}, "operator %s: eddy_alloc(%d) returned [%#x, %#x), outside the guest memory of %d bytes",
-			i.name, size, ptr, uint64(ptr)+uint64(size), memSize))
+		return 0, i.fail(markf([]error{ErrBadPointer}, "%s: eddy_alloc(%d) returned [%#x, %#x), outside the guest memory of %d bytes",
+			i.who, size, ptr, uint64(ptr)+uint64(size), memSize))
 	}
 	i.buf, i.bufCap = ptr, size
 	return ptr, nil
@@ -345,7 +348,7 @@ func (i *Instance) call(export string, fn api.Function, emit func([]abi.Record))
 		// (which did nothing wrong) has been unwound.
 		i.cbPanic = nil
 		cancel()
-		i.fail(markf([]error{ErrClosed}, "operator %s: emit callback panicked during %s", i.name, export))
+		i.fail(markf([]error{ErrClosed}, "%s: emit callback panicked during %s", i.who, export))
 		panic(p)
 	}
 	if err == nil && ctx.Err() != nil {
@@ -377,30 +380,30 @@ func (i *Instance) callError(export string, ctx context.Context, err error) erro
 		return i.hostErr
 	}
 	if i.module.engine.closed.Load() {
-		return markf([]error{ErrClosed}, "operator %s: %s: engine is closed", i.name, export)
+		return markf([]error{ErrClosed}, "%s: %s: engine is closed", i.who, export)
 	}
 	var exit *sys.ExitError
 	if errors.As(err, &exit) {
 		switch exit.ExitCode() {
 		case sys.ExitCodeDeadlineExceeded:
-			return markf([]error{ErrDeadline}, "operator %s: %s exceeded its %s deadline", i.name, export, i.timeout)
+			return markf([]error{ErrDeadline}, "%s: %s exceeded its %s deadline", i.who, export, i.timeout)
 		case sys.ExitCodeContextCanceled:
-			return markf([]error{context.Canceled}, "operator %s: %s was cancelled", i.name, export)
+			return markf([]error{context.Canceled}, "%s: %s was cancelled", i.who, export)
 		default:
-			return markf([]error{ErrExited}, "operator %s: %s: module exited with code %d", i.name, export, exit.ExitCode())
+			return markf([]error{ErrExited}, "%s: %s: module exited with code %d", i.who, export, exit.ExitCode())
 		}
 	}
 	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return markf([]error{ErrDeadline}, "operator %s: %s exceeded its %s deadline", i.name, export, i.timeout)
+		return markf([]error{ErrDeadline}, "%s: %s exceeded its %s deadline", i.who, export, i.timeout)
 	}
 	msg := firstLine(err.Error())
 	if i.nearMemoryLimit() {
 		// memory.grow failed at the limit and the guest gave up; name the
 		// cause rather than the symptom (usually "unreachable").
-		return markf([]error{ErrMemoryLimit, ErrTrap}, "operator %s: %s: memory limit of %s reached (%s)",
-			i.name, export, sizeString(i.module.memoryLimit), msg)
+		return markf([]error{ErrMemoryLimit, ErrTrap}, "%s: %s: memory limit of %s reached (%s)",
+			i.who, export, sizeString(i.module.memoryLimit), msg)
 	}
-	return markf([]error{ErrTrap}, "operator %s: %s trapped: %s", i.name, export, msg)
+	return markf([]error{ErrTrap}, "%s: %s trapped: %s", i.who, export, msg)
 }
 
 // nearMemoryLimit reports whether the guest's memory is within 1/16 of its
@@ -425,12 +428,12 @@ func (i *Instance) status(export string) error {
 		if msg == "" {
 			msg = "status 1 (the operator gave no message)"
 		}
-		return markf([]error{ErrOperatorFailed}, "operator %s: %s failed: %s", i.name, export, msg)
+		return markf([]error{ErrOperatorFailed}, "%s: %s failed: %s", i.who, export, msg)
 	default:
 		msg := fmt.Sprintf("status %d", s)
 		if i.failMsg != "" {
 			msg = i.failMsg + " (" + msg + ")"
 		}
-		return markf([]error{ErrOperatorFailed}, "operator %s: %s failed: %s", i.name, export, msg)
+		return markf([]error{ErrOperatorFailed}, "%s: %s failed: %s", i.who, export, msg)
 	}
 }

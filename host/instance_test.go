@@ -28,32 +28,36 @@ func TestEchoRoundTrip(t *testing.T) {
 		t.Errorf("log line has instance %q, want job/echo[3]", v)
 	}
 
-	batches := map[string][]abi.Record{
-		"one plain record": {{Key: []byte("a"), Value: []byte("xy"), Timestamp: 7}},
-		"empty key, value and no timestamp": {{Timestamp: abi.NoTimestamp}},
-		"headers": {{
+	batches := []struct {
+		name string
+		recs []abi.Record
+	}{
+		{"one plain record", []abi.Record{{Key: []byte("a"), Value: []byte("xy"), Timestamp: 7}}},
+		{"empty key, value and no timestamp", []abi.Record{{Timestamp: abi.NoTimestamp}}},
+		{"headers", []abi.Record{{
 			Key: []byte("k"), Value: []byte(`{"v":1}`), Timestamp: 1700000000000,
 			Headers: []abi.Header{{Key: "trace", Value: []byte("abc")}, {Key: "empty"}},
-		}},
-		"empty batch": {},
-		"larger than the first buffer": manyRecords(2000, 100), // ~270 KB: the host must re-allocate
+		}}},
+		{"empty batch", nil},
+		{"larger than the first buffer", manyRecords(2000, 100)}, // ~270 KB: the host must re-allocate
+		{"smaller again", manyRecords(3, 10)},
 	}
 	total := 0
-	for name, in := range batches {
-		t.Run(name, func(t *testing.T) {
+	for _, b := range batches {
+		t.Run(b.name, func(t *testing.T) {
 			var c collector
-			if err := i.Process(in, c.emit); err != nil {
+			if err := i.Process(b.recs, c.emit); err != nil {
 				t.Fatalf("Process: %v", err)
 			}
-			want := make([]abi.Record, len(in))
-			for j := range in {
-				want[j] = cloneRecord(in[j])
+			want := make([]abi.Record, len(b.recs))
+			for j := range b.recs {
+				want[j] = cloneRecord(b.recs[j])
 			}
 			if fmt.Sprint(c.recs) != fmt.Sprint(want) {
 				t.Fatalf("emitted %v\nwant %v", c.recs, want)
 			}
 		})
-		total += len(in)
+		total += len(b.recs)
 	}
 
 	var c collector
@@ -85,6 +89,7 @@ func TestHostileModules(t *testing.T) {
 	one := []abi.Record{{Key: []byte("k"), Value: []byte("v")}}
 	tests := []struct {
 		module string
+		open   string // configuration, default {}
 		cfg    Config
 		is     []error  // errors.Is must hold for each
 		words  []string // must all appear in the message
@@ -96,6 +101,10 @@ func TestHostileModules(t *testing.T) {
 			is: []error{ErrDeadline}, words: []string{"eddy_process exceeded its 200ms deadline"}},
 		{module: "oob_emit",
 			is: []error{ErrBadPointer}, words: []string{"eddy.emit", "[0x7fffff00, 0x80000f00)", "outside the guest memory"}},
+		{module: "oob_import", open: "log",
+			is: []error{ErrBadPointer}, words: []string{"eddy.log: range [0xfffffff0, 0x100000010) is outside the guest memory"}},
+		{module: "oob_import", open: "fail",
+			is: []error{ErrBadPointer}, words: []string{"eddy.fail: range [0x10, 0xffffff10) is outside the guest memory"}},
 		{module: "bad_batch",
 			is: []error{ErrBadPointer, abi.ErrMalformedBatch}, words: []string{"eddy.emit", "does not decode", "bad magic"}},
 		{module: "grow_bomb",
@@ -110,10 +119,10 @@ func TestHostileModules(t *testing.T) {
 			is: []error{ErrExited}, words: []string{"eddy_process: module exited with code 3"}},
 	}
 	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%s/%s", tt.module, sizeString(tt.cfg.withDefaults().MemoryLimit)), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s/%s/%s", tt.module, tt.open, sizeString(tt.cfg.withDefaults().MemoryLimit)), func(t *testing.T) {
 			e := newTestEngine(t, tt.cfg)
 			i := newTestInstance(t, loadFixture(t, e, tt.module), "job/"+tt.module+"[0]")
-			if err := i.Open(nil); err != nil {
+			if err := i.Open([]byte(tt.open)); err != nil {
 				t.Fatalf("Open: %v", err)
 			}
 			start := time.Now()
@@ -161,6 +170,12 @@ func TestBatchLargerThanMemoryLimit(t *testing.T) {
 	// Refused before the guest ran, so the instance still works.
 	if err := i.Process(manyRecords(10, 10), nil); err != nil {
 		t.Fatalf("Process after a refused batch: %v", err)
+	}
+
+	// Smaller than the limit, but more than the guest has room for.
+	err = i.Process(manyRecords(1, 900<<10), nil)
+	if !errors.Is(err, ErrMemoryLimit) || !strings.Contains(err.Error(), "eddy_alloc(921650) for the batch returned 0: memory limit of 1 MiB reached") {
+		t.Fatalf("Process = %v, want ErrMemoryLimit from eddy_alloc", err)
 	}
 }
 

@@ -96,26 +96,23 @@ type lineWriter struct {
 func (w *lineWriter) Write(p []byte) (int, error) {
 	n := len(p)
 	for len(p) > 0 {
-		nl := bytes.IndexByte(p, '\n')
-		if nl < 0 {
-			room := maxLogLine - len(w.partial)
-			if len(p) < room {
-				w.partial = append(w.partial, p...)
-				break
-			}
-			w.partial = append(w.partial, p[:room]...)
-			p = p[room:]
-			w.flush()
+		seg, rest, complete := bytes.Cut(p, []byte{'\n'})
+		p = rest
+		if complete && len(w.partial) == 0 && len(seg) <= maxLogLine {
+			w.log.line(w.level, w.stream, bytes.TrimSuffix(seg, []byte{'\r'}))
 			continue
 		}
-		line := p[:nl]
-		p = p[nl+1:]
-		if len(w.partial) > 0 {
-			w.partial = append(w.partial, line...)
-			line = w.partial
+		for len(w.partial)+len(seg) > maxLogLine {
+			room := maxLogLine - len(w.partial)
+			w.partial = append(w.partial, seg[:room]...)
+			seg = seg[room:]
+			w.flush()
 		}
-		w.log.line(w.level, w.stream, bytes.TrimSuffix(line, []byte{'\r'}))
-		w.partial = w.partial[:0]
+		w.partial = append(w.partial, seg...)
+		if complete {
+			w.log.line(w.level, w.stream, bytes.TrimSuffix(w.partial, []byte{'\r'}))
+			w.partial = w.partial[:0]
+		}
 	}
 	return n, nil
 }

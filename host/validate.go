@@ -118,14 +118,14 @@ func (m *Module) checkImports() []string {
 // over (a trap in _initialize, a start function that loops) also refuses
 // the module.
 func (m *Module) probe(ctx context.Context) error {
-	inst, err := m.newInstance(ctx, InstanceConfig{Name: m.name + " (probe)"})
+	inst, err := m.newInstance(ctx, InstanceConfig{}, m.name+" (probe)", "module "+m.name+": probe instance")
 	if err != nil {
-		return markf([]error{ErrInvalidModule}, "module %s: probe instance: %w", m.name, err)
+		return mark(err, ErrInvalidModule)
 	}
 	defer inst.Close()
 	version, err := inst.abiVersion()
 	if err != nil {
-		return markf([]error{ErrInvalidModule}, "module %s: probe instance: %w", m.name, err)
+		return mark(err, ErrInvalidModule)
 	}
 	if !slices.Contains(abi.SupportedVersions, version) {
 		return markf([]error{ErrInvalidModule}, "module %s: ABI version %d is not supported by this host (supports %s)",

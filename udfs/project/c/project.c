@@ -214,18 +214,22 @@ static int match(eddy_json_span v) {
     return 0;
 }
 
-/* Writes the projection of value to p.out and returns its length, or -1 to
- * drop the record (-2: out of memory). Mirrors Projector.Apply. */
+/* What apply returns instead of a length. */
+enum { DROP = -1, NO_MEMORY = -2, WHOLE = -3 };
+
+/* Writes the projection of value to p.out and returns its length; or DROP;
+ * or WHOLE when the configuration keeps values whole (eddy_emit copies, so
+ * the value itself is the output, as in Go). Mirrors Projector.Apply. */
 static int64_t apply(const uint8_t *value, uint32_t len) {
     eddy_json_iter it;
     eddy_json_span key, v, cond = {0, 0};
     uint64_t need;
     uint32_t i, k = 0, n = 0;
-    if (!eddy_json_objects(&it, value, len)) return -1;
+    if (!eddy_json_objects(&it, value, len)) return DROP;
     for (i = 0; i < p.nfields; i++) p.spans[i].ptr = NULL;
     for (;;) {
         int st = eddy_json_next(&it, &key, &v);
-        if (st == EDDY_JSON_MALFORMED) return -1;
+        if (st == EDDY_JSON_MALFORMED) return DROP;
         if (st == EDDY_JSON_END) break;
         if (p.op != OP_NONE && cond.ptr == NULL && eddy_json_equal(key, p.where.ptr, p.where.len)) cond = v;
         for (i = 0; i < p.nfields; i++) {
@@ -235,12 +239,8 @@ static int64_t apply(const uint8_t *value, uint32_t len) {
             }
         }
     }
-    if (p.op != OP_NONE && !match(cond)) return -1;
-    if (p.all) {
-        /* Emit copies, so the value itself is the output: no need to
-         * copy it here first. */
-        return -3;
-    }
+    if (p.op != OP_NONE && !match(cond)) return DROP;
+    if (p.all) return WHOLE;
     /* The output is at most the value's members plus the prefixes. */
     need = 2 + (uint64_t)len;
     for (i = 0; i < p.nfields; i++) need += p.prefixes[i].len + 1;
@@ -248,7 +248,7 @@ static int64_t apply(const uint8_t *value, uint32_t len) {
         free(p.out);
         p.out = malloc((size_t)need);
         p.out_cap = p.out ? (uint32_t)need : 0;
-        if (!p.out) return -2;
+        if (!p.out) return NO_MEMORY;
     }
     p.out[k++] = '{';
     for (i = 0; i < p.nfields; i++) {
@@ -267,9 +267,9 @@ static int64_t apply(const uint8_t *value, uint32_t len) {
 int eddy_op_process(const eddy_record *r) {
     eddy_record o = *r;
     int64_t n = apply(r->value, r->value_len);
-    if (n == -1) return 0;
-    if (n == -2) return oom();
-    if (n >= 0) {
+    if (n == DROP) return 0;
+    if (n == NO_MEMORY) return oom();
+    if (n != WHOLE) {
         o.value = p.out;
         o.value_len = (uint32_t)n;
     }

@@ -1,0 +1,327 @@
+package jsonscan
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestValid(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want bool
+	}{
+		{"object", `{"a": 1, "b": [true, false, null], "c": {"d": "e"}}`, true},
+		{"spaces around", " \t\r\n{} \n", true},
+		{"empty array", `[]`, true},
+		{"nested empties", `[{}, [], [[]], {"a": {}}]`, true},
+		{"string", `"a\"b\\c\/\b\f\n\r\t\u00e9\uD83D\uDE00"`, true},
+		{"numbers", `[0, -0, 1.5, -1.5e10, 1E+2, 2e-3, 123456789012345678901234567890]`, true},
+		{"utf8 bytes unchecked", "\"\xff\"", true},
+		{"empty input", ``, false},
+		{"only space", `  `, false},
+		{"two values", `1 2`, false},
+		{"trailing comma object", `{"a":1,}`, false},
+		{"trailing comma array", `[1,]`, false},
+		{"leading comma", `[,1]`, false},
+		{"missing colon", `{"a" 1}`, false},
+		{"missing comma", `{"a":1 "b":2}`, false},
+		{"bare key", `{a:1}`, false},
+		{"non-string key", `{1:1}`, false},
+		{"mismatched close", `{"a":[1}`, false},
+		{"mismatched close 2", `[{"a":1]]`, false},
+		{"unclosed", `{"a":1`, false},
+		{"unclosed string", `"abc`, false},
+		{"bad escape", `"\x"`, false},
+		{"short unicode escape", `"\u12"`, false},
+		{"control char", "\"a\tb\"", false},
+		{"leading zero", `01`, false},
+		{"bare minus", `-`, false},
+		{"dot without digits", `1.`, false},
+		{"leading dot", `.5`, false},
+		{"bare exponent", `1e`, false},
+		{"plus sign", `+1`, false},
+		{"bad literal", `tru`, false},
+		{"literal prefix", `nulls`, false},
+		{"single quotes", `{'a':1}`, false},
+		{"too deep", strings.Repeat("[", MaxDepth+1) + strings.Repeat("]", MaxDepth+1), false},
+		{"deepest", strings.Repeat("[", MaxDepth) + strings.Repeat("]", MaxDepth), true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := Valid([]byte(tc.in)); got != tc.want {
+				t.Errorf("Valid(%q) = %v, want %v", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+type member struct{ key, value string }
+
+func collect(it *Iter) ([]member, Step) {
+	var ms []member
+	for {
+		k, v, st := it.Next()
+		if st != Field {
+			return ms, st
+		}
+		ms = append(ms, member{string(k), string(v)})
+	}
+}
+
+func TestObjects(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		ok   bool
+		want []member
+		end  Step
+	}{
+		{"empty", ` { } `, true, nil, End},
+		{"members", `{"a" : 1 ,"b":[1, {"c": "}"}], "c\"d":"x"}`, true,
+			[]member{{`"a"`, `1`}, {`"b"`, `[1, {"c": "}"}]`}, {`"c\"d"`, `"x"`}}, End},
+		{"not an object", `[1]`, false, nil, Malformed},
+		{"empty input", ``, false, nil, Malformed},
+		{"bad after first", `{"a":1,"b"}`, true, []member{{`"a"`, `1`}}, Malformed},
+		{"trailing garbage", `{"a":1} x`, true, []member{{`"a"`, `1`}}, Malformed},
+		{"unclosed", `{"a":1`, true, []member{{`"a"`, `1`}}, Malformed},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			it, ok := Objects([]byte(tc.in))
+			if ok != tc.ok {
+				t.Fatalf("Objects ok = %v, want %v", ok, tc.ok)
+			}
+			got, end := collect(&it)
+			if end != tc.end || len(got) != len(tc.want) {
+				t.Fatalf("got %v ending %d, want %v ending %d", got, end, tc.want, tc.end)
+			}
+			for i := range got {
+				if got[i] != tc.want[i] {
+					t.Fatalf("member %d = %v, want %v", i, got[i], tc.want[i])
+				}
+			}
+			if _, _, st := it.Next(); st != end && end != Field {
+				// Iteration state sticks once it has ended.
+				t.Fatalf("Next after %d = %d", end, st)
+			}
+		})
+	}
+}
+
+func TestElements(t *testing.T) {
+	it, ok := Elements([]byte(` [1, "a", [2], {"b": 3}] `))
+	if !ok {
+		t.Fatal("not an array")
+	}
+	got, end := collect(&it)
+	want := []string{`1`, `"a"`, `[2]`, `{"b": 3}`}
+	if end != End || len(got) != len(want) {
+		t.Fatalf("got %v ending %d", got, end)
+	}
+	for i := range want {
+		if got[i].key != "" || got[i].value != want[i] {
+			t.Errorf("element %d = %v, want %s", i, got[i], want[i])
+		}
+	}
+	if _, ok := Elements([]byte(`{}`)); ok {
+		t.Error("Elements accepts an object")
+	}
+}
+
+func TestLookup(t *testing.T) {
+	tests := []struct {
+		name, in, field string
+		want            string
+		st              Step
+	}{
+		{"found", `{"a":1,"b":2}`, "b", `2`, Field},
+		{"first of duplicates", `{"a":1,"a":2}`, "a", `1`, Field},
+		{"escaped name", `{"c\u0061rd":"x"}`, "card", `"x"`, Field},
+		{"absent", `{"a":1}`, "b", ``, End},
+		{"empty name", `{"":1}`, "", `1`, Field},
+		{"nested not top-level", `{"x":{"b":1}}`, "b", ``, End},
+		{"malformed after match", `{"b":1,}`, "b", ``, Malformed},
+		{"not an object", `[{"b":1}]`, "b", ``, Malformed},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			v, st := Lookup([]byte(tc.in), []byte(tc.field))
+			if st != tc.st || string(v) != tc.want {
+				t.Errorf("Lookup = %q, %d; want %q, %d", v, st, tc.want, tc.st)
+			}
+		})
+	}
+}
+
+func TestUnquoteEqual(t *testing.T) {
+	tests := []struct {
+		name, raw, want string
+	}{
+		{"plain", `"abc"`, "abc"},
+		{"empty", `""`, ""},
+		{"short escapes", `"\"\\\/\b\f\n\r\t"`, "\"\\/\b\f\n\r\t"},
+		{"bmp", `"caf\u00e9 \u20AC"`, "café €"},
+		{"surrogate pair", `"\ud83d\ude00"`, "😀"},
+		{"lone high", `"\ud83dx"`, "\uFFFDx"},
+		{"high then non-low escape", `"\ud83d\u0041"`, "\uFFFDA"},
+		{"lone low", `"\ude00"`, "\uFFFD"},
+		{"nul", `"a\u0000b"`, "a\x00b"},
+		{"raw utf8", `"😀"`, "😀"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := string(AppendUnquote(nil, []byte(tc.raw))); got != tc.want {
+				t.Errorf("AppendUnquote = %q, want %q", got, tc.want)
+			}
+			if !Equal([]byte(tc.raw), []byte(tc.want)) {
+				t.Errorf("Equal(%s, %q) = false", tc.raw, tc.want)
+			}
+			if Equal([]byte(tc.raw), []byte(tc.want+"x")) {
+				t.Errorf("Equal(%s, %q) = true", tc.raw, tc.want+"x")
+			}
+			if len(tc.want) > 0 && Equal([]byte(tc.raw), []byte(tc.want[:len(tc.want)-1])) {
+				t.Errorf("Equal with a prefix = true")
+			}
+		})
+	}
+	if Equal([]byte(`abc`), []byte("abc")) || len(AppendUnquote(nil, []byte(`"`))) != 0 {
+		t.Error("a span that is not a quoted string must not compare or unquote")
+	}
+}
+
+func TestQuote(t *testing.T) {
+	for _, s := range []string{"", "plain", `q"b\s`, "\x00\x01\x1f\b\f\n\r\t", "café 😀", "<&>"} {
+		raw := AppendQuote(nil, []byte(s))
+		var back string
+		if err := json.Unmarshal(raw, &back); err != nil || back != s {
+			t.Errorf("AppendQuote(%q) = %s, which decodes to %q (%v)", s, raw, back, err)
+		}
+		if got := string(AppendUnquote(nil, raw)); got != s {
+			t.Errorf("AppendUnquote(AppendQuote(%q)) = %q", s, got)
+		}
+	}
+	if got := string(AppendQuote(nil, []byte("\x01"))); got != `"\u0001"` {
+		t.Errorf("control character quoted as %s", got)
+	}
+}
+
+func TestParseNumber(t *testing.T) {
+	tests := []struct {
+		in   string
+		want float64
+		ok   bool
+	}{
+		{`0`, 0, true},
+		{`-0`, math.Copysign(0, -1), true},
+		{`150`, 150, true},
+		{`1.5e2`, 150, true},
+		{`-1.5E-1`, -0.15, true},
+		{`9007199254740993`, 9007199254740992, true},
+		{`1e400`, math.Inf(1), true},
+		{`-1e400`, math.Inf(-1), true},
+		{`1e-400`, 0, true},
+		{`1` + strings.Repeat("0", 400), math.Inf(1), true},
+		{``, 0, false},
+		{`1 `, 0, false},
+		{`+1`, 0, false},
+		{`0x10`, 0, false},
+		{`Inf`, 0, false},
+		{`"1"`, 0, false},
+	}
+	for _, tc := range tests {
+		got, ok := ParseNumber([]byte(tc.in))
+		if ok != tc.ok || got != tc.want || math.Signbit(got) != math.Signbit(tc.want) {
+			t.Errorf("ParseNumber(%.20q) = %v, %v; want %v, %v", tc.in, got, ok, tc.want, tc.ok)
+		}
+	}
+}
+
+func TestKindOf(t *testing.T) {
+	want := map[string]Kind{`{}`: Object, `[]`: Array, `""`: String, `-1`: Number, `7`: Number,
+		`true`: True, `false`: False, `null`: Null, ``: Invalid, `x`: Invalid}
+	for in, k := range want {
+		if got := KindOf([]byte(in)); got != k {
+			t.Errorf("KindOf(%q) = %d, want %d", in, got, k)
+		}
+	}
+}
+
+func TestNoAllocations(t *testing.T) {
+	value := []byte(`{"card": "4111 \"x\"", "amount": 150.5, "tags": ["a", {"b": [1, 2]}], "text": "caf\u00e9"}`)
+	name := []byte("text")
+	buf := make([]byte, 0, 64)
+	allocs := testing.AllocsPerRun(100, func() {
+		v, _ := Lookup(value, name)
+		buf = AppendUnquote(buf[:0], v)
+		a, _ := Lookup(value, []byte("amount"))
+		ParseNumber(a)
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per lookup", allocs)
+	}
+}
+
+// FuzzScan checks the scanner against encoding/json on arbitrary input:
+// the same verdict on validity (within MaxDepth), the same strings, and no
+// panic anywhere.
+func FuzzScan(f *testing.F) {
+	for _, s := range []string{`{"a": [1, "b", {"c": null}], "d": -1.5e3}`, `"\ud83d\ude00"`, `[]`,
+		`{"a":1,}`, `"\u12"`, `{"a":"\"}`, "\"\xff\"", `1e999`, `[[[[]]]]`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		valid := Valid(b)
+		if depth(b) <= MaxDepth && valid != json.Valid(b) {
+			t.Fatalf("Valid(%q) = %v, encoding/json says %v", b, valid, !valid)
+		}
+		if it, ok := Objects(b); ok {
+			for {
+				k, v, st := it.Next()
+				if st != Field {
+					break
+				}
+				if !Valid(k) || KindOf(k) != String || !Valid(v) {
+					t.Fatalf("member %q: %q is not a valid value", k, v)
+				}
+				Equal(k, v)
+				AppendUnquote(nil, v)
+			}
+		}
+		if valid && KindOf(trim(b)) == String && utf8.Valid(b) {
+			var want string
+			if err := json.Unmarshal(b, &want); err != nil {
+				t.Fatal(err)
+			}
+			if got := AppendUnquote(nil, trim(b)); string(got) != want || !Equal(trim(b), []byte(want)) {
+				t.Fatalf("AppendUnquote(%s) = %q, encoding/json says %q", b, got, want)
+			}
+		}
+		if valid && KindOf(trim(b)) == Number {
+			if _, ok := ParseNumber(trim(b)); !ok {
+				t.Fatalf("ParseNumber(%s) fails on a valid number", b)
+			}
+		}
+		// Total on any bytes, valid or not.
+		Equal(b, b)
+		AppendUnquote(nil, b)
+		ParseNumber(b)
+		Lookup(b, []byte("a"))
+	})
+}
+
+func trim(b []byte) []byte { return []byte(strings.Trim(string(b), " \t\r\n")) }
+
+// depth over-approximates the nesting of b (brackets inside strings count).
+func depth(b []byte) int {
+	n := 0
+	for _, c := range b {
+		if c == '[' || c == '{' {
+			n++
+		}
+	}
+	return n
+}
