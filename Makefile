@@ -27,8 +27,8 @@ check:
 	GOOS=wasip1 GOARCH=wasm $(GO) vet ./sdk/go/... ./udfs/...
 	$(GO) mod tidy
 	@git diff --quiet -- go.mod go.sum || { echo "go mod tidy changed go.mod/go.sum"; git diff -- go.mod go.sum; exit 1; }
-	$(MAKE) udfs
-	$(MAKE) -C host/testdata
+	$(MAKE) -B -C udfs
+	$(MAKE) -B -C host/testdata
 	@git diff --quiet -- udfs/build host/testdata || { echo "committed .wasm fixtures are stale: run make udfs and commit"; git status --short udfs/build host/testdata; exit 1; }
 
 ## udfs: rebuild the example operators (committed as test fixtures).
