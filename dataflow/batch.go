@@ -11,6 +11,7 @@ import (
 	"context"
 
 	"github.com/eddy-stream/eddy/abi"
+	"github.com/eddy-stream/eddy/state"
 )
 
 // Record is the unit of data; see abi.Record.
@@ -28,6 +29,8 @@ const NoTimestamp = abi.NoTimestamp
 type Batch struct {
 	Records []Record
 	arena   []byte
+	// sides holds records for side outputs (such as late data), by port.
+	sides map[string]*Batch
 }
 
 // NewBatch returns an empty batch with room for n records.
@@ -43,6 +46,21 @@ func (b *Batch) Reset() {
 	clear(b.Records)
 	b.Records = b.Records[:0]
 	b.arena = b.arena[:0]
+	clear(b.sides)
+}
+
+// Side returns the batch of side output port, creating it on first use.
+// The task routes it to the nodes that read that port.
+func (b *Batch) Side(port string) *Batch {
+	s := b.sides[port]
+	if s == nil {
+		if b.sides == nil {
+			b.sides = map[string]*Batch{}
+		}
+		s = NewBatch(16)
+		b.sides[port] = s
+	}
+	return s
 }
 
 // Bytes is the number of payload bytes held by the batch.
@@ -101,6 +119,10 @@ type TaskInfo struct {
 	Node        string
 	Subtask     int // 0-based
 	Parallelism int
+	// Keyed operators: the key groups this subtask owns and its state.
+	MaxParallelism int
+	KeyGroups      state.Range
+	State          state.Store // nil unless the node is keyed
 }
 
 // Source produces the records of one parallel instance of a source node.
@@ -122,6 +144,20 @@ type Sink interface {
 	Finish(ctx context.Context) error
 	// Close releases resources; called after Finish or after a failure.
 	Close() error
+}
+
+// WatermarkOperator is implemented by operators that act on event time:
+// windows fire and event-time timers run when the watermark passes them.
+type WatermarkOperator interface {
+	// ProcessWatermark is called when the task's watermark advances to wm
+	// (math.MaxInt64 at the end of a bounded input); output goes to out.
+	ProcessWatermark(ctx context.Context, wm int64, out *Batch) error
+}
+
+// ProcessingTimeOperator is implemented by operators with processing-time
+// timers; the task calls it periodically with the wall clock in ms.
+type ProcessingTimeOperator interface {
+	OnProcessingTime(ctx context.Context, now int64, out *Batch) error
 }
 
 // Operator transforms batches. One instance per subtask, driven by one

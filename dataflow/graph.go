@@ -11,10 +11,30 @@ type vertex struct {
 	node        *jobspec.Node
 	index       int
 	parallelism int
-	inputs      []*vertex
-	consumers   []*vertex
-	stats       *NodeStats
+	inputs      []edge
+	// consumers per output port: "" is the main output, other ports are
+	// side outputs such as a window's late_output.
+	consumers map[string][]*vertex
+	stats     *NodeStats
 }
+
+// edge is one input of a vertex: the producing vertex and its port.
+type edge struct {
+	from *vertex
+	port string
+}
+
+// partitioning says how an edge spreads batches over the next subtasks.
+type partitioning int
+
+const (
+	// forward keeps subtask i → i (equal parallelism, not keyed).
+	forward partitioning = iota
+	// rebalance sends whole batches round-robin.
+	rebalance
+	// hashKey sends each record to the subtask owning its key group.
+	hashKey
+)
 
 // chain is a run of vertices connected by forward edges of equal
 // parallelism, executed as plain calls inside one goroutine per subtask.
@@ -22,49 +42,64 @@ type chain struct {
 	id          int
 	vertices    []*vertex
 	parallelism int
-	// outputs are the chains fed by the last vertex of this chain.
-	outputs []*chain
-	// producers counts, per subtask of this chain, the upstream tasks that
-	// send to it (each sends one end-of-stream).
-	producers []int
+	// outputs leave the chain: from its last vertex's main port, or from
+	// any vertex's side port.
+	outputs []*output
+	// channels is the number of producers feeding each subtask's input
+	// queue; every one of them ends with an end-of-stream.
+	channels int
+}
+
+// output is an edge from a vertex of one chain to the head of another.
+type output struct {
+	from *vertex
+	port string
+	to   *chain
+	mode partitioning
+	// channelBase is the first channel index of this edge at the target's
+	// input queue; a sender adds its subtask on non-forward edges.
+	channelBase int
 }
 
 func (c *chain) head() *vertex { return c.vertices[0] }
 func (c *chain) tail() *vertex { return c.vertices[len(c.vertices)-1] }
 
-// forward reports whether the edge from c to next keeps subtask i → i.
-func (c *chain) forward(next *chain) bool { return c.parallelism == next.parallelism }
-
 // plan resolves the spec into vertices and chains them. A vertex joins the
-// chain of its input when it has exactly one input, is that input's only
-// consumer and runs at the same parallelism: then no queue is needed.
+// chain of its input when it has exactly one input, on its main port, is
+// that port's only consumer, runs at the same parallelism and is not keyed
+// (keying redistributes records): then no queue is needed.
 func plan(spec *jobspec.Spec) ([]*vertex, []*chain, error) {
-	byName := map[string]*vertex{}
+	byName := map[string]edge{}
 	vs := make([]*vertex, len(spec.Nodes))
 	for i := range spec.Nodes {
 		n := &spec.Nodes[i]
-		v := &vertex{node: n, index: i, parallelism: spec.NodeParallelism(n), stats: &NodeStats{Name: n.Name, Kind: nodeKind(n)}}
+		v := &vertex{node: n, index: i, parallelism: spec.NodeParallelism(n), consumers: map[string][]*vertex{},
+			stats: &NodeStats{Name: n.Name, Kind: nodeKind(n)}}
 		v.stats.Parallelism = v.parallelism
 		vs[i] = v
-		byName[n.Name] = v
+		byName[n.Name] = edge{from: v}
+		if n.Window != nil && n.Window.LateOutput != "" {
+			byName[n.Window.LateOutput] = edge{from: v, port: n.Window.LateOutput}
+		}
 	}
 	for _, v := range vs {
 		for _, in := range v.node.Input {
-			u, ok := byName[in]
+			e, ok := byName[in]
 			if !ok {
 				return nil, nil, fmt.Errorf("node %q: unknown input %q", v.node.Name, in)
 			}
-			v.inputs = append(v.inputs, u)
-			u.consumers = append(u.consumers, v)
+			v.inputs = append(v.inputs, e)
+			e.from.consumers[e.port] = append(e.from.consumers[e.port], v)
 		}
 	}
 	// Vertices come out of topological order so every input's chain exists.
 	chainOf := map[*vertex]*chain{}
 	var chains []*chain
 	for _, v := range topoOrder(vs) {
-		if len(v.inputs) == 1 {
-			u := v.inputs[0]
-			if len(u.consumers) == 1 && u.parallelism == v.parallelism && u.node.Sink == nil {
+		if len(v.inputs) == 1 && v.node.KeyBy == "" {
+			e := v.inputs[0]
+			u := e.from
+			if e.port == "" && len(u.consumers[""]) == 1 && u.parallelism == v.parallelism && u.node.Sink == nil {
 				c := chainOf[u]
 				c.vertices = append(c.vertices, v)
 				chainOf[v] = c
@@ -76,17 +111,24 @@ func plan(spec *jobspec.Spec) ([]*vertex, []*chain, error) {
 		chainOf[v] = c
 	}
 	for _, c := range chains {
-		c.producers = make([]int, c.parallelism)
-		for _, u := range c.head().inputs {
-			up := chainOf[u]
-			up.outputs = append(up.outputs, c)
-			for i := range c.producers {
-				if up.forward(c) {
-					c.producers[i]++
-				} else {
-					c.producers[i] += up.parallelism
-				}
+		head := c.head()
+		for _, e := range head.inputs {
+			up := chainOf[e.from]
+			o := &output{from: e.from, port: e.port, to: c, channelBase: c.channels}
+			switch {
+			case head.node.KeyBy != "":
+				o.mode = hashKey
+			case e.from.parallelism == c.parallelism:
+				o.mode = forward
+			default:
+				o.mode = rebalance
 			}
+			if o.mode == forward {
+				c.channels++
+			} else {
+				c.channels += e.from.parallelism
+			}
+			up.outputs = append(up.outputs, o)
 		}
 	}
 	return vs, chains, nil
@@ -101,8 +143,8 @@ func topoOrder(vs []*vertex) []*vertex {
 			return
 		}
 		done[v] = true
-		for _, u := range v.inputs {
-			visit(u)
+		for _, e := range v.inputs {
+			visit(e.from)
 		}
 		out = append(out, v)
 	}
@@ -118,6 +160,8 @@ func nodeKind(n *jobspec.Node) string {
 		return "source"
 	case n.Sink != nil:
 		return "sink"
+	case n.Window != nil:
+		return "window"
 	default:
 		return "wasm"
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/host"
+	"github.com/eddy-stream/eddy/state"
 )
 
 // Connectors builds the sources and sinks a spec names. Package connectors
@@ -33,6 +34,15 @@ type Options struct {
 	// NativeOperators replaces the module reference named by a key with an
 	// operator written in Go: the benchmark's baseline, and built-ins.
 	NativeOperators map[string]func() Operator
+	// StateBackends opens (or returns the process's shared) state backend of
+	// a kind named by the spec: jobspec.BackendPebble or BackendMemory.
+	// Required by jobs with keyed nodes.
+	StateBackends func(kind string) (state.Backend, error)
+	// WindowOperator builds the operator of a window node (package
+	// dataflow/window); the modules map holds the job's loaded modules.
+	WindowOperator func(spec *jobspec.Spec, node *jobspec.Node, modules map[string]*host.Module) (Operator, error)
+	// Tenant owns the job's state; "default" until tenancy lands.
+	Tenant string
 	// QueueCapacity is the number of batches an input queue holds before
 	// its producers block (backpressure). Default 8.
 	QueueCapacity int
@@ -79,6 +89,8 @@ type Summary struct {
 
 // Job is a planned job: modules loaded and validated, connectors built.
 type Job struct {
+	id       string // unique in this process: state scopes use it
+	tenant   string
 	spec     *jobspec.Spec
 	opts     Options
 	vertices []*vertex
@@ -112,22 +124,31 @@ func NewJob(ctx context.Context, spec *jobspec.Spec, opts Options) (*Job, error)
 	if err != nil {
 		return nil, fmt.Errorf("job %s: %w", spec.Name, err)
 	}
-	j := &Job{spec: spec, opts: opts, vertices: vs, chains: chains,
+	if opts.Tenant == "" {
+		opts.Tenant = "default"
+	}
+	j := &Job{id: fmt.Sprintf("%s-%d", spec.Name, jobSeq.Add(1)), tenant: opts.Tenant, spec: spec, opts: opts, vertices: vs, chains: chains,
 		modules: map[string]*host.Module{}, configs: map[*vertex][]byte{},
 		log: opts.Logger.With("job", spec.Name)}
 	for _, v := range vs {
 		n := v.node
+		if n.KeyBy != "" && opts.StateBackends == nil {
+			return nil, fmt.Errorf("job %s: node %q is keyed but this process has no state backend", spec.Name, n.Name)
+		}
+		for _, w := range n.Modules() {
+			if _, native := opts.NativeOperators[w.Module]; native {
+				continue
+			}
+			if _, ok := j.modules[w.Module]; !ok {
+				m, err := opts.LoadModule(ctx, w.Module)
+				if err != nil {
+					return nil, fmt.Errorf("job %s: node %q (line %d): %w", spec.Name, n.Name, w.Line, err)
+				}
+				j.modules[w.Module] = m
+			}
+		}
 		switch {
 		case n.Wasm != nil:
-			if _, native := opts.NativeOperators[n.Wasm.Module]; !native {
-				if _, ok := j.modules[n.Wasm.Module]; !ok {
-					m, err := opts.LoadModule(ctx, n.Wasm.Module)
-					if err != nil {
-						return nil, fmt.Errorf("job %s: node %q (line %d): %w", spec.Name, n.Name, n.Wasm.Line, err)
-					}
-					j.modules[n.Wasm.Module] = m
-				}
-			}
 			cfg := n.Wasm.Config
 			if cfg == nil {
 				cfg = map[string]any{}
@@ -159,6 +180,17 @@ func needsEngine(spec *jobspec.Spec, opts Options) bool {
 		}
 	}
 	return false
+}
+
+var jobSeq atomic.Int64
+
+// stateBackend returns the backend the spec chose.
+func (j *Job) stateBackend() (state.Backend, error) {
+	b, err := j.opts.StateBackends(j.spec.StateBackend)
+	if err != nil {
+		return nil, fmt.Errorf("state backend %s: %w", j.spec.StateBackend, err)
+	}
+	return b, nil
 }
 
 // Spec is the job's specification.

@@ -5,16 +5,30 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"strings"
+	"time"
 
-	"github.com/eddy-stream/eddy/host"
+	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/sdk/go/jsonscan"
+	"github.com/eddy-stream/eddy/state"
 )
 
-// message is what travels through an input queue: a batch, or the end of
-// one producer's stream.
+type msgKind uint8
+
+const (
+	msgBatch msgKind = iota
+	msgWatermark
+	msgIdle // the channel produces nothing for now: ignore its watermark
+	msgEOS  // the channel ended: its watermark is +∞
+)
+
+// message is what travels through an input queue.
 type message struct {
-	batch *Batch
-	eos   bool
+	kind    msgKind
+	channel int
+	batch   *Batch
+	wm      int64
 }
 
 // stage is one non-source vertex of a chain with the batch it writes into.
@@ -22,7 +36,12 @@ type stage struct {
 	v   *vertex
 	op  Operator
 	out *Batch
+	// sideOutputs are this vertex's outputs on side ports.
+	sideOutputs []*output
 }
+
+// processingTimeTick is how often processing-time operators are woken.
+const processingTimeTick = 50 * time.Millisecond
 
 // task runs one subtask of a chain in one goroutine: it pulls batches from
 // its source or input queue and pushes each through the chain's stages with
@@ -33,14 +52,25 @@ type task struct {
 	subtask int
 	gates   [][]chan message
 
-	name   string
-	source Source
-	stages []stage
-	rr     []int // round-robin position per output chain
+	name        string
+	source      Source
+	stages      []stage
+	mainOutputs []*output
+	rr          []int // round-robin position per output
+	stores      []state.Store
+
+	// Event time.
+	wm        int64   // the task's current watermark
+	chanWM    []int64 // per input channel
+	chanIdle  []bool
+	idleSent  bool
+	timed     bool // some stage implements ProcessingTimeOperator
+	nextTick  time.Time
+	eventTime *jobspec.EventTimeSpec
 }
 
 func (t *task) info(v *vertex) TaskInfo {
-	return TaskInfo{Job: t.job.spec.Name, Node: v.node.Name, Subtask: t.subtask, Parallelism: v.parallelism}
+	return TaskInfo{Job: t.job.spec.Name, Node: v.node.Name, Subtask: t.subtask, Parallelism: v.parallelism, MaxParallelism: t.job.spec.MaxParallelism}
 }
 
 func (t *task) run(ctx context.Context) (err error) {
@@ -49,6 +79,7 @@ func (t *task) run(ctx context.Context) (err error) {
 		names[i] = v.node.Name
 	}
 	t.name = fmt.Sprintf("%s[%d]", strings.Join(names, "→"), t.subtask)
+	t.wm = math.MinInt64
 	log := t.job.log.With("task", t.name)
 	defer func() {
 		if cerr := t.close(); cerr != nil && err == nil {
@@ -64,6 +95,11 @@ func (t *task) run(ctx context.Context) (err error) {
 	if err := t.open(ctx); err != nil {
 		return err
 	}
+	for _, o := range t.chain.outputs {
+		if o.port == "" && o.from == t.chain.tail() {
+			t.mainOutputs = append(t.mainOutputs, o)
+		}
+	}
 	t.rr = make([]int, len(t.chain.outputs))
 	for i := range t.rr {
 		t.rr[i] = t.subtask // spread the first batches of each producer
@@ -76,16 +112,21 @@ func (t *task) run(ctx context.Context) (err error) {
 	if err != nil {
 		return err
 	}
+	if err := t.advanceWatermark(ctx, math.MaxInt64); err != nil {
+		return err
+	}
 	if err := t.finish(ctx); err != nil {
 		return err
 	}
-	return t.sendEOS(ctx)
+	return t.broadcast(ctx, message{kind: msgEOS})
 }
 
 func (t *task) open(ctx context.Context) error {
 	j := t.job
 	for _, v := range t.chain.vertices {
 		n := v.node
+		info := t.info(v)
+		var op Operator
 		switch {
 		case n.Source != nil:
 			src, err := j.opts.Connectors.NewSource(n.Source, j.spec.Dir())
@@ -93,7 +134,8 @@ func (t *task) open(ctx context.Context) error {
 				return err
 			}
 			t.source = src
-			if err := src.Open(ctx, t.info(v)); err != nil {
+			t.eventTime = n.EventTime
+			if err := src.Open(ctx, info); err != nil {
 				return fmt.Errorf("open source %s: %w", n.Name, err)
 			}
 			continue
@@ -102,25 +144,52 @@ func (t *task) open(ctx context.Context) error {
 			if err != nil {
 				return err
 			}
-			t.stages = append(t.stages, stage{v: v, op: &sinkOperator{sink: snk}})
+			op = &sinkOperator{sink: snk}
 		default:
-			var op Operator
-			if native, ok := j.opts.NativeOperators[n.Wasm.Module]; ok {
-				op = native()
-			} else {
-				op = &wasmOperator{module: j.modules[n.Wasm.Module], config: j.configs[v]}
+			var err error
+			if op, err = j.newOperator(v); err != nil {
+				return fmt.Errorf("%s: %w", n.Name, err)
 			}
-			t.stages = append(t.stages, stage{v: v, op: op})
 		}
-		st := &t.stages[len(t.stages)-1]
-		st.out = NewBatch(j.spec.BatchSize)
-		if err := st.op.Open(ctx, t.info(v)); err != nil {
-			t.stages = t.stages[:len(t.stages)-1]
-			_ = st.op.Close()
+		if n.KeyBy != "" {
+			st, err := t.openState(v, &info)
+			if err != nil {
+				_ = op.Close()
+				return err
+			}
+			t.stores = append(t.stores, st)
+		}
+		st := stage{v: v, op: op, out: NewBatch(j.spec.BatchSize)}
+		for _, o := range t.chain.outputs {
+			if o.from == v && o.port != "" {
+				st.sideOutputs = append(st.sideOutputs, o)
+			}
+		}
+		if _, ok := op.(ProcessingTimeOperator); ok {
+			t.timed = true
+		}
+		if err := op.Open(ctx, info); err != nil {
+			_ = op.Close()
 			return fmt.Errorf("open %s: %w", n.Name, err)
 		}
+		t.stages = append(t.stages, st)
 	}
 	return nil
+}
+
+func (t *task) openState(v *vertex, info *TaskInfo) (state.Store, error) {
+	backend, err := t.job.stateBackend()
+	if err != nil {
+		return nil, err
+	}
+	info.KeyGroups = state.KeyGroupRange(t.subtask, v.parallelism, t.job.spec.MaxParallelism)
+	scope := state.Scope{Tenant: t.job.tenant, Job: t.job.id, Operator: v.node.Name}
+	st, err := backend.OpenTask(scope, t.job.spec.MaxParallelism, info.KeyGroups)
+	if err != nil {
+		return nil, fmt.Errorf("%s: open state: %w", v.node.Name, err)
+	}
+	info.State = st
+	return st, nil
 }
 
 func (t *task) close() error {
@@ -131,12 +200,29 @@ func (t *task) close() error {
 	for _, st := range t.stages {
 		errs = append(errs, st.op.Close())
 	}
+	for _, s := range t.stores {
+		errs = append(errs, s.Close())
+	}
 	return errors.Join(errs...)
 }
 
 func (t *task) runSource(ctx context.Context) error {
 	bs := t.job.spec.BatchSize
 	stats := t.chain.head().stats
+	var (
+		maxTs      int64 = math.MinInt64
+		ooo        int64
+		idle       time.Duration
+		lastRecord = time.Now()
+	)
+	if et := t.eventTime; et != nil {
+		ooo = et.MaxOutOfOrderness.D().Milliseconds()
+		idle = et.IdleTimeout.D()
+	}
+	var field []byte
+	if t.eventTime != nil && t.eventTime.Field != "" {
+		field = []byte(t.eventTime.Field)
+	}
 	// The source batch is reused when a stage consumes it synchronously;
 	// when the chain is just the source it is sent downstream, so fresh.
 	var reuse *Batch
@@ -154,10 +240,33 @@ func (t *task) runSource(ctx context.Context) error {
 			b.Reset()
 		}
 		err := t.source.Next(ctx, b, bs)
-		if b.Len() > 0 {
-			stats.Out.Add(int64(b.Len()))
+		if n := b.Len(); n > 0 {
+			lastRecord = time.Now()
+			if field != nil {
+				if terr := assignTimestamps(b, field); terr != nil {
+					return fmt.Errorf("source %s: %w", t.chain.head().node.Name, terr)
+				}
+			}
+			if t.eventTime != nil {
+				for i := range b.Records {
+					maxTs = max(maxTs, b.Records[i].Timestamp)
+				}
+			}
+			stats.Out.Add(int64(n))
 			if perr := t.push(ctx, b, 0); perr != nil {
 				return perr
+			}
+			if t.eventTime != nil && maxTs != math.MinInt64 {
+				if wm := maxTs - ooo - 1; wm > t.wm {
+					if err := t.advanceWatermark(ctx, wm); err != nil {
+						return err
+					}
+				}
+			}
+		} else if idle > 0 && !t.idleSent && time.Since(lastRecord) >= idle {
+			t.idleSent = true
+			if err := t.broadcast(ctx, message{kind: msgIdle}); err != nil {
+				return err
 			}
 		}
 		if errors.Is(err, io.EOF) {
@@ -166,27 +275,174 @@ func (t *task) runSource(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("source %s: %w", t.chain.head().node.Name, err)
 		}
+		if err := t.maybeTick(ctx); err != nil {
+			return err
+		}
 	}
+}
+
+// assignTimestamps sets each record's event time from a JSON field holding
+// milliseconds since the epoch.
+func assignTimestamps(b *Batch, field []byte) error {
+	for i := range b.Records {
+		r := &b.Records[i]
+		raw, st := jsonscan.Lookup(r.Value, field)
+		if st != jsonscan.Field || jsonscan.KindOf(raw) != jsonscan.Number {
+			return fmt.Errorf("event_time: record has no numeric field %q: %.80s", field, r.Value)
+		}
+		f, ok := jsonscan.ParseNumber(raw)
+		if !ok {
+			return fmt.Errorf("event_time: field %q is not a number: %s", field, raw)
+		}
+		r.Timestamp = int64(f)
+	}
+	return nil
 }
 
 func (t *task) runGate(ctx context.Context) error {
 	gate := t.gates[t.chain.id][t.subtask]
-	open := t.chain.producers[t.subtask]
+	open := t.chain.channels
+	t.chanWM = make([]int64, open)
+	t.chanIdle = make([]bool, open)
+	for i := range t.chanWM {
+		t.chanWM[i] = math.MinInt64
+	}
+	var tick <-chan time.Time
+	if t.timed {
+		ticker := time.NewTicker(processingTimeTick)
+		defer ticker.Stop()
+		tick = ticker.C
+	}
 	for open > 0 {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case m := <-gate:
-			if m.eos {
-				open--
-				continue
+		case now := <-tick:
+			if err := t.processingTime(ctx, now); err != nil {
+				return err
 			}
-			if err := t.push(ctx, m.batch, 0); err != nil {
+		case m := <-gate:
+			switch m.kind {
+			case msgBatch:
+				if err := t.push(ctx, m.batch, 0); err != nil {
+					return err
+				}
+				continue
+			case msgWatermark:
+				t.chanWM[m.channel] = max(t.chanWM[m.channel], m.wm)
+				t.chanIdle[m.channel] = false
+			case msgIdle:
+				t.chanIdle[m.channel] = true
+			case msgEOS:
+				t.chanWM[m.channel] = math.MaxInt64
+				t.chanIdle[m.channel] = false
+				open--
+			}
+			if err := t.combineWatermarks(ctx); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
+}
+
+// combineWatermarks advances the task's watermark to the minimum over its
+// active input channels; when every open channel is idle, the task tells
+// its consumers it is idle too.
+func (t *task) combineWatermarks(ctx context.Context) error {
+	wm, active := int64(math.MaxInt64), false
+	for i, w := range t.chanWM {
+		if t.chanIdle[i] {
+			continue
+		}
+		active = true
+		wm = min(wm, w)
+	}
+	if !active {
+		if !t.idleSent {
+			t.idleSent = true
+			return t.broadcast(ctx, message{kind: msgIdle})
+		}
+		return nil
+	}
+	if wm > t.wm && wm != math.MaxInt64 {
+		return t.advanceWatermark(ctx, wm)
+	}
+	return nil
+}
+
+// advanceWatermark hands wm to every stage in chain order — what a stage
+// fires flows through the stages after it before they see wm — and then
+// downstream. The final +∞ is not sent: end-of-stream implies it.
+func (t *task) advanceWatermark(ctx context.Context, wm int64) error {
+	if wm <= t.wm {
+		return nil
+	}
+	t.wm = wm
+	for k := range t.stages {
+		st := &t.stages[k]
+		wo, ok := st.op.(WatermarkOperator)
+		if !ok {
+			continue
+		}
+		out := NewBatch(t.job.spec.BatchSize)
+		if err := wo.ProcessWatermark(ctx, wm, out); err != nil {
+			return fmt.Errorf("%s: watermark: %w", st.v.node.Name, err)
+		}
+		if err := t.emitFrom(ctx, k, out); err != nil {
+			return err
+		}
+	}
+	if wm == math.MaxInt64 {
+		return nil
+	}
+	t.idleSent = false
+	return t.broadcast(ctx, message{kind: msgWatermark, wm: wm})
+}
+
+func (t *task) maybeTick(ctx context.Context) error {
+	if !t.timed {
+		return nil
+	}
+	now := time.Now()
+	if now.Before(t.nextTick) {
+		return nil
+	}
+	t.nextTick = now.Add(processingTimeTick)
+	return t.processingTime(ctx, now)
+}
+
+func (t *task) processingTime(ctx context.Context, now time.Time) error {
+	for k := range t.stages {
+		st := &t.stages[k]
+		po, ok := st.op.(ProcessingTimeOperator)
+		if !ok {
+			continue
+		}
+		out := NewBatch(t.job.spec.BatchSize)
+		if err := po.OnProcessingTime(ctx, now.UnixMilli(), out); err != nil {
+			return fmt.Errorf("%s: processing time: %w", st.v.node.Name, err)
+		}
+		if err := t.emitFrom(ctx, k, out); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// emitFrom routes out, produced by stage k outside Process (at a
+// watermark, a timer or the end), to its side outputs and through the
+// stages after k.
+func (t *task) emitFrom(ctx context.Context, k int, out *Batch) error {
+	st := &t.stages[k]
+	st.v.stats.Out.Add(int64(out.Len()))
+	if err := t.routeSides(ctx, st, out); err != nil {
+		return err
+	}
+	if out.Len() == 0 {
+		return nil
+	}
+	return t.push(ctx, out, k+1)
 }
 
 // push runs b through stages[from:] and sends what comes out of the last
@@ -200,19 +456,148 @@ func (t *task) push(ctx context.Context, b *Batch, from int) error {
 			return fmt.Errorf("%s: %w", st.v.node.Name, err)
 		}
 		st.v.stats.Out.Add(int64(st.out.Len()))
+		if err := t.routeSides(ctx, st, st.out); err != nil {
+			return err
+		}
 		b = st.out
 		if b.Len() == 0 {
 			return nil
 		}
 	}
-	if len(t.chain.outputs) == 0 {
+	if len(t.mainOutputs) == 0 {
 		return nil
 	}
-	if len(t.stages) > 0 && b == t.stages[len(t.stages)-1].out {
-		// The batch leaves this goroutine: the stage gets a new one.
-		t.stages[len(t.stages)-1].out = NewBatch(t.job.spec.BatchSize)
+	return t.send(ctx, t.mainOutputs, b)
+}
+
+func (t *task) routeSides(ctx context.Context, st *stage, b *Batch) error {
+	for port, side := range b.sides {
+		if side.Len() == 0 {
+			continue
+		}
+		var outs []*output
+		for _, o := range st.sideOutputs {
+			if o.port == port {
+				outs = append(outs, o)
+			}
+		}
+		delete(b.sides, port)
+		if len(outs) == 0 {
+			continue // nobody reads this side output: dropped, as in Flink
+		}
+		if err := t.send(ctx, outs, side); err != nil {
+			return err
+		}
 	}
-	return t.send(ctx, message{batch: b})
+	return nil
+}
+
+// owned returns the stage slot holding b, if b is a batch a stage reuses.
+func (t *task) owned(b *Batch) **Batch {
+	for k := range t.stages {
+		if t.stages[k].out == b {
+			return &t.stages[k].out
+		}
+	}
+	return nil
+}
+
+// send delivers b to outs: to the same subtask on a forward edge,
+// round-robin by batch on a rebalance edge, by key group on a keyed edge.
+// b leaves this goroutine and is read-only from here on (consumers of a
+// fan-out share it), so a stage that owned it gets a new one.
+func (t *task) send(ctx context.Context, outs []*output, b *Batch) error {
+	if slot := t.owned(b); slot != nil {
+		*slot = NewBatch(t.job.spec.BatchSize)
+	}
+	for _, o := range outs {
+		idx := t.outputIndex(o)
+		gates := t.gates[o.to.id]
+		channel := o.channelBase
+		if o.mode != forward {
+			channel += t.subtask
+		}
+		switch o.mode {
+		case forward:
+			if err := deliver(ctx, gates[t.subtask], message{kind: msgBatch, channel: channel, batch: b}); err != nil {
+				return err
+			}
+		case rebalance:
+			target := t.rr[idx] % o.to.parallelism
+			t.rr[idx]++
+			if err := deliver(ctx, gates[target], message{kind: msgBatch, channel: channel, batch: b}); err != nil {
+				return err
+			}
+		case hashKey:
+			parts, err := t.partition(o, b)
+			if err != nil {
+				return err
+			}
+			for target, part := range parts {
+				if part == nil {
+					continue
+				}
+				if err := deliver(ctx, gates[target], message{kind: msgBatch, channel: channel, batch: part}); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// partition splits b by the key group of each record's key_by key. The
+// parts alias b's bytes (b is read-only now); the key becomes the record's
+// key, which is what keyed operators and state see.
+func (t *task) partition(o *output, b *Batch) ([]*Batch, error) {
+	keyBy := o.to.head().node.KeyBy
+	maxP := t.job.spec.MaxParallelism
+	parts := make([]*Batch, o.to.parallelism)
+	field := []byte(keyBy)
+	for i := range b.Records {
+		r := b.Records[i]
+		if keyBy != jobspec.RecordKey {
+			k, err := keyOf(r.Value, field)
+			if err != nil {
+				return nil, fmt.Errorf("key_by %s: %w", keyBy, err)
+			}
+			r.Key = k
+		}
+		target := state.SubtaskFor(state.KeyGroup(r.Key, maxP), o.to.parallelism, maxP)
+		if parts[target] == nil {
+			parts[target] = NewBatch(b.Len()/o.to.parallelism + 8)
+		}
+		parts[target].AddOwned(r)
+	}
+	return parts, nil
+}
+
+// keyOf returns the key_by field of a JSON value: a string's content, or
+// the raw text of any other value.
+func keyOf(value, field []byte) ([]byte, error) {
+	raw, st := jsonscan.Lookup(value, field)
+	if st != jsonscan.Field {
+		return nil, fmt.Errorf("record has no field %q: %.80s", field, value)
+	}
+	if jsonscan.KindOf(raw) == jsonscan.String {
+		inner := raw[1 : len(raw)-1]
+		for _, c := range inner {
+			if c == '\\' {
+				return jsonscan.AppendUnquote(nil, raw), nil
+			}
+		}
+		return inner, nil
+	}
+	return raw, nil
+}
+
+func (t *task) outputIndex(o *output) int {
+	for i, x := range t.chain.outputs {
+		if x == o {
+			return i
+		}
+	}
+	return 0
 }
 
 // finish flushes every stage in chain order: what a stage emits at the end
@@ -224,50 +609,28 @@ func (t *task) finish(ctx context.Context) error {
 		if err := st.op.Finish(ctx, out); err != nil {
 			return fmt.Errorf("%s: finish: %w", st.v.node.Name, err)
 		}
-		if out.Len() == 0 {
-			continue
-		}
-		st.v.stats.Out.Add(int64(out.Len()))
-		if k+1 < len(t.stages) {
-			if err := t.push(ctx, out, k+1); err != nil {
-				return err
-			}
-		} else if len(t.chain.outputs) > 0 {
-			if err := t.send(ctx, message{batch: out}); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
-// send delivers m to every output chain: to the same subtask on a forward
-// edge, round-robin by batch otherwise. Fan-out shares the batch, which is
-// read-only from here on.
-func (t *task) send(ctx context.Context, m message) error {
-	for i, c := range t.chain.outputs {
-		target := t.subtask
-		if !t.chain.forward(c) {
-			target = t.rr[i] % c.parallelism
-			t.rr[i]++
-		}
-		if err := t.deliver(ctx, t.gates[c.id][target], m); err != nil {
+		if err := t.emitFrom(ctx, k, out); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (t *task) sendEOS(ctx context.Context) error {
-	for _, c := range t.chain.outputs {
-		if t.chain.forward(c) {
-			if err := t.deliver(ctx, t.gates[c.id][t.subtask], message{eos: true}); err != nil {
+// broadcast sends a control message to every consumer subtask of every
+// output.
+func (t *task) broadcast(ctx context.Context, m message) error {
+	for _, o := range t.chain.outputs {
+		gates := t.gates[o.to.id]
+		m.channel = o.channelBase
+		if o.mode == forward {
+			if err := deliver(ctx, gates[t.subtask], m); err != nil {
 				return err
 			}
 			continue
 		}
-		for _, g := range t.gates[c.id] {
-			if err := t.deliver(ctx, g, message{eos: true}); err != nil {
+		m.channel += t.subtask
+		for _, g := range gates {
+			if err := deliver(ctx, g, m); err != nil {
 				return err
 			}
 		}
@@ -275,59 +638,11 @@ func (t *task) sendEOS(ctx context.Context) error {
 	return nil
 }
 
-func (t *task) deliver(ctx context.Context, gate chan message, m message) error {
+func deliver(ctx context.Context, gate chan message, m message) error {
 	select {
 	case gate <- m:
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
 	}
-}
-
-// sinkOperator lets a sink end a chain like any other stage.
-type sinkOperator struct{ sink Sink }
-
-func (s *sinkOperator) Open(ctx context.Context, info TaskInfo) error { return s.sink.Open(ctx, info) }
-func (s *sinkOperator) Process(ctx context.Context, in, _ *Batch) error {
-	return s.sink.Write(ctx, in)
-}
-func (s *sinkOperator) Finish(ctx context.Context, _ *Batch) error { return s.sink.Finish(ctx) }
-func (s *sinkOperator) Close() error                               { return s.sink.Close() }
-
-// wasmOperator runs one instance of a Wasm module.
-type wasmOperator struct {
-	module *host.Module
-	config []byte
-	inst   *host.Instance
-	out    *Batch
-	emit   func([]Record)
-}
-
-func (w *wasmOperator) Open(ctx context.Context, info TaskInfo) error {
-	inst, err := w.module.NewInstance(ctx, host.InstanceConfig{Name: fmt.Sprintf("%s/%s[%d]", info.Job, info.Node, info.Subtask)})
-	if err != nil {
-		return err
-	}
-	w.inst = inst
-	// One closure for the task's life: emitted records alias guest memory
-	// and are copied into whichever batch is current.
-	w.emit = func(recs []Record) { w.out.AddRecords(recs) }
-	return inst.Open(w.config)
-}
-
-func (w *wasmOperator) Process(_ context.Context, in, out *Batch) error {
-	w.out = out
-	return w.inst.Process(in.Records, w.emit)
-}
-
-func (w *wasmOperator) Finish(_ context.Context, out *Batch) error {
-	w.out = out
-	return w.inst.Finish(w.emit)
-}
-
-func (w *wasmOperator) Close() error {
-	if w.inst == nil {
-		return nil
-	}
-	return w.inst.Close()
 }

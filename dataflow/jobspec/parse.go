@@ -151,8 +151,9 @@ func fieldValue(m *yaml.Node, key string) *yaml.Node {
 }
 
 var (
-	durationType = reflect.TypeOf(Duration(0))
-	inputsType   = reflect.TypeOf(Inputs(nil))
+	durationType  = reflect.TypeOf(Duration(0))
+	inputsType    = reflect.TypeOf(Inputs(nil))
+	aggregateType = reflect.TypeOf(AggregateSpec{})
 )
 
 // checkFields walks n against t and reports the first key that t does not
@@ -168,6 +169,8 @@ func checkFields(loc string, n *yaml.Node, t reflect.Type, where string) error {
 	switch {
 	case t == durationType || t == inputsType:
 		return nil // their UnmarshalYAML reports their own errors
+	case t == aggregateType && n.Kind != yaml.MappingNode:
+		return nil // "count" or [count, sum(amount)]: checked by validate
 	case t.Kind() == reflect.Struct:
 		if n.Kind == yaml.ScalarNode && n.Tag == "!!null" {
 			return nil
@@ -303,4 +306,24 @@ func (in *Inputs) UnmarshalYAML(n *yaml.Node) error {
 		return nil
 	}
 	return fmt.Errorf("line %d: input must be a node name or a list of names, not %s", n.Line, describe(n))
+}
+
+// UnmarshalYAML accepts "count", a list of built-ins, or a mapping with
+// wasm or apply.
+func (a *AggregateSpec) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		a.Builtins = []string{n.Value}
+		return nil
+	case yaml.SequenceNode:
+		for _, e := range n.Content {
+			if e.Kind != yaml.ScalarNode {
+				return fmt.Errorf("line %d: aggregate list entries are names like count or sum(amount), not %s", e.Line, describe(e))
+			}
+			a.Builtins = append(a.Builtins, e.Value)
+		}
+		return nil
+	}
+	type plain AggregateSpec
+	return n.Decode((*plain)(a))
 }

@@ -20,24 +20,93 @@ type Spec struct {
 	// BufferTimeout bounds how long a partially filled batch waits before
 	// it is sent downstream (Flink's buffer timeout).
 	BufferTimeout Duration `yaml:"buffer_timeout"`
-	Nodes         []Node   `yaml:"nodes"`
+	// StateBackend is where keyed state lives: "pebble" (default; larger
+	// than memory) or "memory" (small, latency-critical state).
+	StateBackend string `yaml:"state_backend"`
+	Nodes        []Node `yaml:"nodes"`
 
 	// File is where the spec was read from ("" for bytes); relative paths in
 	// the spec are resolved against its directory.
 	File string `yaml:"-"`
 }
 
-// Node is one vertex of the job graph: exactly one of Source, Wasm or Sink.
+// Node is one vertex of the job graph: exactly one of Source, Wasm, Window
+// or Sink.
 type Node struct {
 	Name string `yaml:"name"`
-	// Input names the node(s) this one reads; several names are a union.
+	// Input names the node(s) this one reads; several names are a union. A
+	// window's late_output name is also a valid input.
 	Input       Inputs      `yaml:"input"`
 	Parallelism int         `yaml:"parallelism"`
 	Source      *SourceSpec `yaml:"source"`
-	Wasm        *WasmSpec   `yaml:"wasm"`
-	Sink        *SinkSpec   `yaml:"sink"`
+	// EventTime (sources only) says where event time comes from and how
+	// watermarks are generated.
+	EventTime *EventTimeSpec `yaml:"event_time"`
+	// KeyBy partitions this node's input by key group and makes the node
+	// keyed: a top-level JSON field of the value, or "record_key".
+	KeyBy string    `yaml:"key_by"`
+	Wasm  *WasmSpec `yaml:"wasm"`
+	// Window with Aggregate (or Apply) is a built-in keyed window operator.
+	Window    *WindowSpec    `yaml:"window"`
+	Aggregate *AggregateSpec `yaml:"aggregate"`
+	Sink      *SinkSpec      `yaml:"sink"`
 
 	Line int `yaml:"-"` // line of the node in the spec file
+}
+
+// RecordKey as key_by keys by the record's own key.
+const RecordKey = "record_key"
+
+// EventTimeSpec configures timestamps and bounded-out-of-orderness
+// watermarks, as Flink's WatermarkStrategy.forBoundedOutOfOrderness.
+type EventTimeSpec struct {
+	// Field is a top-level JSON field holding ms since the epoch; empty
+	// keeps the timestamp the source set.
+	Field             string   `yaml:"field"`
+	MaxOutOfOrderness Duration `yaml:"max_out_of_orderness"`
+	// IdleTimeout marks a source subtask idle when it produced nothing for
+	// this long, so it stops holding back the watermark downstream.
+	IdleTimeout Duration `yaml:"idle_timeout"`
+}
+
+// WindowSpec is exactly one window kind plus lateness handling.
+type WindowSpec struct {
+	Tumbling *Duration    `yaml:"tumbling"`
+	Sliding  *SlidingSpec `yaml:"sliding"`
+	Session  *SessionSpec `yaml:"session"`
+	Global   *GlobalSpec  `yaml:"global"`
+	// AllowedLateness keeps a window's state after it fired; a record that
+	// arrives within it re-fires the window with the updated result.
+	AllowedLateness Duration `yaml:"allowed_lateness"`
+	// LateOutput names the side output that records later than that go to.
+	LateOutput string `yaml:"late_output"`
+}
+
+// SlidingSpec is a window of Size every Slide.
+type SlidingSpec struct {
+	Size  Duration `yaml:"size"`
+	Slide Duration `yaml:"slide"`
+}
+
+// SessionSpec closes a key's session after Gap without records.
+type SessionSpec struct {
+	Gap Duration `yaml:"gap"`
+}
+
+// GlobalSpec is one window per key, fired by its trigger.
+type GlobalSpec struct {
+	Trigger struct {
+		Count int64 `yaml:"count"`
+	} `yaml:"trigger"`
+}
+
+// AggregateSpec is built-in aggregates ("count", "sum(field)", "min(field)",
+// "max(field)", "avg(field)"), or a Wasm aggregate, or a Wasm window function
+// given all of a window's elements.
+type AggregateSpec struct {
+	Builtins []string
+	Wasm     *WasmSpec `yaml:"wasm"`
+	Apply    *WasmSpec `yaml:"apply"`
 }
 
 // Inputs is a node name or a list of them.
@@ -130,3 +199,19 @@ type Duration time.Duration
 
 // D returns d as a time.Duration.
 func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// Modules lists the Wasm modules a node runs.
+func (n *Node) Modules() []*WasmSpec {
+	var ms []*WasmSpec
+	if n.Wasm != nil {
+		ms = append(ms, n.Wasm)
+	}
+	if a := n.Aggregate; a != nil {
+		for _, w := range []*WasmSpec{a.Wasm, a.Apply} {
+			if w != nil {
+				ms = append(ms, w)
+			}
+		}
+	}
+	return ms
+}

@@ -30,6 +30,13 @@ func (s *Spec) validate(loc string) error {
 	if s.BufferTimeout == 0 {
 		s.BufferTimeout = Duration(DefaultBufferTimeout)
 	}
+	switch s.StateBackend {
+	case "":
+		s.StateBackend = BackendPebble
+	case BackendPebble, BackendMemory:
+	default:
+		return invalidf("%s: state_backend %q is not one of pebble, memory", loc, s.StateBackend)
+	}
 	if len(s.Nodes) == 0 {
 		return invalidf("%s: the job has no nodes", loc)
 	}
@@ -52,6 +59,16 @@ func (s *Spec) validate(loc string) error {
 		if err := n.checkKind(loc); err != nil {
 			return err
 		}
+	}
+	for i := range s.Nodes {
+		n := &s.Nodes[i]
+		if n.Window == nil || n.Window.LateOutput == "" {
+			continue
+		}
+		if prev, dup := byName[n.Window.LateOutput]; dup {
+			return errAt(loc, n.Line, "node %q: late_output %q is already the name of a node or output (line %d)", n.Name, n.Window.LateOutput, prev.Line)
+		}
+		byName[n.Window.LateOutput] = n
 	}
 	consumed := map[string]bool{}
 	for i := range s.Nodes {
@@ -96,20 +113,40 @@ func nearest(name string, byName map[string]*Node) string {
 
 func (n *Node) checkKind(loc string) error {
 	kinds := 0
-	for _, set := range []bool{n.Source != nil, n.Wasm != nil, n.Sink != nil} {
+	for _, set := range []bool{n.Source != nil, n.Wasm != nil, n.Window != nil, n.Sink != nil} {
 		if set {
 			kinds++
 		}
 	}
 	if kinds != 1 {
-		return errAt(loc, n.Line, "node %q must have exactly one of source, wasm or sink (it has %d)", n.Name, kinds)
+		return errAt(loc, n.Line, "node %q must have exactly one of source, wasm, window or sink (it has %d)", n.Name, kinds)
+	}
+	if n.EventTime != nil && n.Source == nil {
+		return errAt(loc, n.Line, "node %q: event_time belongs on a source node", n.Name)
+	}
+	if n.KeyBy != "" && (n.Source != nil || n.Sink != nil) {
+		return errAt(loc, n.Line, "node %q: key_by applies to wasm and window nodes", n.Name)
+	}
+	if n.Aggregate != nil && n.Window == nil {
+		return errAt(loc, n.Line, "node %q: aggregate needs a window", n.Name)
 	}
 	switch {
 	case n.Source != nil:
 		if len(n.Input) > 0 {
 			return errAt(loc, n.Line, "node %q: a source has no input", n.Name)
 		}
+		if et := n.EventTime; et != nil && (et.MaxOutOfOrderness < 0 || et.IdleTimeout < 0) {
+			return errAt(loc, n.Line, "node %q: event_time durations must not be negative", n.Name)
+		}
 		return oneOf(loc, n, "source", n.Source.Generator != nil, n.Source.File != nil)
+	case n.Window != nil:
+		if len(n.Input) == 0 {
+			return errAt(loc, n.Line, "node %q needs an input", n.Name)
+		}
+		if n.KeyBy == "" {
+			return errAt(loc, n.Line, "node %q: a window needs key_by (a JSON field or record_key)", n.Name)
+		}
+		return n.checkWindow(loc)
 	case n.Sink != nil:
 		if len(n.Input) == 0 {
 			return errAt(loc, n.Line, "node %q: a sink needs an input", n.Name)
@@ -169,6 +206,95 @@ func (s *Spec) checkAcyclic(loc string, byName map[string]*Node) error {
 	for i := range s.Nodes {
 		if err := visit(&s.Nodes[i]); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// State backends.
+const (
+	BackendPebble = "pebble"
+	BackendMemory = "memory"
+)
+
+// Built-in aggregate kinds.
+const (
+	AggCount = "count"
+	AggSum   = "sum"
+	AggMin   = "min"
+	AggMax   = "max"
+	AggAvg   = "avg"
+)
+
+// ParseBuiltin splits "sum(amount)" into its kind and field; count has no
+// field.
+func ParseBuiltin(s string) (kind, field string, err error) {
+	s = strings.TrimSpace(s)
+	if s == AggCount || s == "count()" {
+		return AggCount, "", nil
+	}
+	open := strings.IndexByte(s, '(')
+	if open < 0 || !strings.HasSuffix(s, ")") {
+		return "", "", fmt.Errorf("aggregate %q is not count, sum(field), min(field), max(field) or avg(field)", s)
+	}
+	kind, field = s[:open], strings.TrimSpace(s[open+1:len(s)-1])
+	switch kind {
+	case AggSum, AggMin, AggMax, AggAvg:
+	default:
+		return "", "", fmt.Errorf("aggregate %q: unknown function %q (want count, sum, min, max or avg)", s, kind)
+	}
+	if field == "" {
+		return "", "", fmt.Errorf("aggregate %q needs a field, as in %s(amount)", s, kind)
+	}
+	return kind, field, nil
+}
+
+func (n *Node) checkWindow(loc string) error {
+	w := n.Window
+	kinds := 0
+	for _, set := range []bool{w.Tumbling != nil, w.Sliding != nil, w.Session != nil, w.Global != nil} {
+		if set {
+			kinds++
+		}
+	}
+	if kinds != 1 {
+		return errAt(loc, n.Line, "node %q: window must be exactly one of tumbling, sliding, session, global (it has %d)", n.Name, kinds)
+	}
+	switch {
+	case w.Tumbling != nil && *w.Tumbling <= 0:
+		return errAt(loc, n.Line, "node %q: tumbling window size must be positive", n.Name)
+	case w.Sliding != nil && (w.Sliding.Size <= 0 || w.Sliding.Slide <= 0):
+		return errAt(loc, n.Line, "node %q: sliding window needs a positive size and slide", n.Name)
+	case w.Sliding != nil && w.Sliding.Slide > w.Sliding.Size:
+		return errAt(loc, n.Line, "node %q: sliding window slide %s is larger than its size %s", n.Name, w.Sliding.Slide.D(), w.Sliding.Size.D())
+	case w.Session != nil && w.Session.Gap <= 0:
+		return errAt(loc, n.Line, "node %q: session window needs a positive gap", n.Name)
+	case w.Global != nil && w.Global.Trigger.Count <= 0:
+		return errAt(loc, n.Line, "node %q: global window needs trigger: {count: N} with N > 0", n.Name)
+	case w.AllowedLateness < 0:
+		return errAt(loc, n.Line, "node %q: allowed_lateness must not be negative", n.Name)
+	}
+	a := n.Aggregate
+	if a == nil {
+		return errAt(loc, n.Line, "node %q: a window needs an aggregate (count, sum(field), … or wasm)", n.Name)
+	}
+	set := 0
+	for _, b := range []bool{len(a.Builtins) > 0, a.Wasm != nil, a.Apply != nil} {
+		if b {
+			set++
+		}
+	}
+	if set != 1 {
+		return errAt(loc, n.Line, "node %q: aggregate must be built-ins, wasm or apply (it has %d)", n.Name, set)
+	}
+	for _, b := range a.Builtins {
+		if _, _, err := ParseBuiltin(b); err != nil {
+			return errAt(loc, n.Line, "node %q: %v", n.Name, err)
+		}
+	}
+	for _, m := range []*WasmSpec{a.Wasm, a.Apply} {
+		if m != nil && m.Module == "" {
+			return errAt(loc, n.Line, "node %q: aggregate module is missing", n.Name)
 		}
 	}
 	return nil
