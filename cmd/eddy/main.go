@@ -21,6 +21,7 @@ import (
 	"github.com/eddy-stream/eddy/connectors"
 	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/window"
 	"github.com/eddy-stream/eddy/host"
 )
 
@@ -76,6 +77,7 @@ type usageError struct{ error }
 type engineFlags struct {
 	cfg      host.Config
 	logLevel string
+	dataDir  string
 }
 
 func (e *engineFlags) register(fs *flag.FlagSet) {
@@ -85,6 +87,7 @@ func (e *engineFlags) register(fs *flag.FlagSet) {
 	fs.Uint64Var(&e.cfg.MemoryLimit, "memory-limit", e.cfg.MemoryLimit, "memory limit of each operator instance, in bytes")
 	fs.DurationVar(&e.cfg.CallTimeout, "call-timeout", e.cfg.CallTimeout, "deadline for an operator to process one batch")
 	fs.StringVar(&e.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
+	fs.StringVar(&e.dataDir, "data-dir", "", "directory for keyed state (default: a temporary directory removed at exit)")
 }
 
 func (e *engineFlags) logger(stderr io.Writer) (*slog.Logger, error) {
@@ -102,8 +105,21 @@ func defaultCacheDir() string {
 	return ""
 }
 
+// process is what a command runs a job with: the Wasm engine and state
+// backends shared by every task of this process.
+type process struct {
+	job      *dataflow.Job
+	engine   *host.Engine
+	backends *backends
+}
+
+func (p *process) close() {
+	_ = p.engine.Close(context.Background())
+	p.backends.close()
+}
+
 // prepare parses the flags and the spec and plans the job.
-func prepare(ctx context.Context, name string, args []string, stdout, stderr io.Writer, extra func(*flag.FlagSet)) (*dataflow.Job, *host.Engine, error) {
+func prepare(ctx context.Context, name string, args []string, stdout, stderr io.Writer, extra func(*flag.FlagSet)) (*process, error) {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	var ef engineFlags
@@ -113,49 +129,53 @@ func prepare(ctx context.Context, name string, args []string, stdout, stderr io.
 	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return nil, nil, err
+			return nil, err
 		}
-		return nil, nil, usageError{err}
+		return nil, usageError{err}
 	}
 	if fs.NArg() != 1 {
-		return nil, nil, usageError{fmt.Errorf("%s takes one job spec file (got %d arguments)", name, fs.NArg())}
+		return nil, usageError{fmt.Errorf("%s takes one job spec file (got %d arguments)", name, fs.NArg())}
 	}
 	log, err := ef.logger(stderr)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	spec, err := jobspec.Load(fs.Arg(0))
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
 	if err := ef.cfg.Validate(); err != nil {
-		return nil, nil, usageError{err}
+		return nil, usageError{err}
 	}
 	ef.cfg.Logger = log
 	engine, err := host.NewEngine(ctx, ef.cfg)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
+	p := &process{engine: engine, backends: &backends{dir: ef.dataDir}}
 	job, err := dataflow.NewJob(ctx, spec, dataflow.Options{
-		Connectors: connectors.Registry{Stdout: stdout},
-		Engine:     engine,
-		Logger:     log,
+		Connectors:     connectors.Registry{Stdout: stdout},
+		Engine:         engine,
+		StateBackends:  p.backends.get,
+		WindowOperator: window.New,
+		Logger:         log,
 	})
 	if err != nil {
-		_ = engine.Close(ctx)
-		return nil, nil, err
+		p.close()
+		return nil, err
 	}
-	return job, engine, nil
+	p.job = job
+	return p, nil
 }
 
 func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	ctx := context.Background()
-	job, engine, err := prepare(ctx, "validate", args, stdout, stderr, nil)
+	p, err := prepare(ctx, "validate", args, stdout, stderr, nil)
 	if err != nil {
 		return err
 	}
-	defer engine.Close(ctx)
-	spec := job.Spec()
+	defer p.close()
+	spec := p.job.Spec()
 	fmt.Fprintf(stdout, "%s: job %q is valid (%d nodes)\n", spec.File, spec.Name, len(spec.Nodes))
 	return nil
 }
@@ -165,14 +185,14 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	defer stop()
 	var asJSON bool
 	summaryOut := stderr
-	job, engine, err := prepare(ctx, "run", args, stdout, stderr, func(fs *flag.FlagSet) {
+	p, err := prepare(ctx, "run", args, stdout, stderr, func(fs *flag.FlagSet) {
 		fs.BoolVar(&asJSON, "json", false, "print the summary as JSON")
 	})
 	if err != nil {
 		return err
 	}
-	defer engine.Close(context.Background())
-	sum, runErr := job.Run(ctx)
+	defer p.close()
+	sum, runErr := p.job.Run(ctx)
 	interrupted := runErr != nil && ctx.Err() != nil
 	if asJSON {
 		printJSON(stdout, sum)

@@ -1,0 +1,67 @@
+// Package window is Eddy's built-in keyed window operator with built-in
+// aggregates: the `window:` + `aggregate: count | sum(f) | min(f) | max(f) |
+// avg(f)` nodes of a job spec, with the semantics of Flink's event-time
+// windows (WindowOperator with EventTimeTrigger, allowed lateness and a
+// late-data side output).
+//
+// It is for event-time tumbling, sliding and session windows and for
+// count-triggered global windows over JSON records that the task has
+// already partitioned by key (Record.Key is the key_by key). It is not for
+// processing-time windows, for Wasm aggregate or window functions (New
+// refuses them for now), for custom triggers or evictors, nor for deciding
+// when the watermark advances (the task does, and calls ProcessWatermark).
+//
+// # Semantics
+//
+// Window assignment follows Flink's assigners, aligned to the epoch:
+// tumbling(size) puts a record at t in [t - t mod size, … + size);
+// sliding(size, slide) puts it in every [k·slide, k·slide + size) that
+// contains t (size/slide windows; when slide does not divide size, the
+// floor or the ceiling of it depending on where t falls, exactly as
+// SlidingEventTimeWindows); session(gap) opens [t, t+gap)
+// and merges it with every session of the key it overlaps or touches, so
+// one late record can bridge two sessions.
+//
+// A time window fires when the watermark reaches its last millisecond
+// (end-1). Its state is kept until the watermark reaches end-1 +
+// allowed_lateness; a record arriving in between updates it and the window
+// fires again at once with the updated result (Flink's EventTimeTrigger
+// fires on late elements). Earlier results are not retracted: consumers
+// see every firing and the last one is the most complete. A record none of
+// whose windows is still kept is late: it goes unchanged to the
+// late_output side port when set, and is otherwise dropped and counted
+// (Operator.Dropped).
+//
+// global with trigger {count: N} is a tumbling count window per key: it
+// fires and purges every N records of a key in arrival order. As Flink's
+// GlobalWindows with a CountTrigger it never fires on the watermark, so a
+// key's last partial count is not emitted, not even at the end of a bounded
+// input; allowed_lateness and late_output do not apply to it (a global
+// window is never late) and New refuses them. Its result reports the
+// event-time span of the counted records as window_start (earliest) and
+// window_end (latest + 1).
+//
+// Every record needs event time (Record.Timestamp): a record without it is
+// an error of the task, as windows cannot place it.
+//
+// # Results
+//
+// A firing emits one record: key = the key, timestamp = window_end - 1,
+// value = {"key":"<key>","window_start":ms,"window_end":ms,"count":N,…},
+// one member per aggregate, named by its kind, or kind_field when a kind
+// appears more than once. sum, min, max and avg read a top-level numeric
+// member of the record value; a record without it (or with a non-numeric
+// one, or a value that is not a JSON object) is counted by count but
+// contributes nothing else. min, max and avg of no numbers are null, sum
+// is 0; a non-finite result (a sum overflowing float64) is null too.
+//
+// # State
+//
+// Accumulators live in the task's state.Store, not in memory, so the number
+// of open windows is bounded by disk rather than RAM: a value per (key,
+// window) for fixed-size windows, a value per key (ns nil) for global
+// windows, and for sessions one value per key holding the key's open
+// sessions with their accumulators, so that merging reads and writes one
+// entry. Event-time timers in the store fire windows at end-1 and clean
+// them up at end-1+allowed_lateness; results are emitted in timer order.
+package window

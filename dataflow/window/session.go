@@ -1,0 +1,195 @@
+package window
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/eddy-stream/eddy/dataflow"
+	"github.com/eddy-stream/eddy/state"
+)
+
+// Sessions of a key are kept together in one value (format byte, uvarint
+// count, then per session in start order: varint start, uvarint length,
+// accumulator), so that adding a record — which may merge several
+// sessions — is one read and one write. A key rarely has more than a few
+// sessions open at once: they last until the watermark passes their end
+// plus allowed lateness.
+
+// loadSessions reads key's open sessions into o.sessions, sorted by start
+// and pairwise apart (neither overlapping nor adjacent).
+func (o *Operator) loadSessions(key []byte) error {
+	o.sessions = o.sessions[:0]
+	v, found, err := o.store.ValueGet(stateSessions, key, nil, o.val[:0])
+	o.val = v
+	if err != nil || !found {
+		return err
+	}
+	if len(v) == 0 || v[0] != stateFormat {
+		return errCorrupt
+	}
+	b := v[1:]
+	n, w := binary.Uvarint(b)
+	if w <= 0 || n > uint64(len(b)) {
+		return errCorrupt
+	}
+	b = b[w:]
+	k := len(o.aggs.list)
+	if need := int(n) * k; cap(o.slots) < need {
+		o.slots = make([]slot, 2*need)
+	}
+	for i := range int(n) {
+		var s session
+		if s.start, w = binary.Varint(b); w <= 0 {
+			return errCorrupt
+		}
+		b = b[w:]
+		length, w := binary.Uvarint(b)
+		if w <= 0 || length == 0 || length > math.MaxInt64 || s.start > math.MaxInt64-int64(length) {
+			return errCorrupt
+		}
+		b = b[w:]
+		s.end = s.start + int64(length)
+		s.acc.slots = o.slots[i*k : (i+1)*k : (i+1)*k]
+		if b, err = s.acc.decode(b, o.aggs, false); err != nil {
+			return err
+		}
+		o.sessions = append(o.sessions, s)
+	}
+	if len(b) != 0 {
+		return errCorrupt
+	}
+	return nil
+}
+
+// appendSession appends one session of the list encoding.
+func (o *Operator) appendSession(dst []byte, start, end int64, a *accum) []byte {
+	dst = binary.AppendVarint(dst, start)
+	dst = binary.AppendUvarint(dst, uint64(end-start))
+	return a.encode(dst, o.aggs, false)
+}
+
+// addSession adds the current record's session [ts, ts+gap) to its key,
+// merging it with every session it overlaps or touches (Flink's
+// TimeWindow.intersects, then mergeWindows). As Flink, lateness is judged
+// on the merged session: a record whose own session would be late is kept
+// when it extends or bridges a session still kept.
+func (o *Operator) addSession(r *dataflow.Record, out *dataflow.Batch) (bool, error) {
+	ts := r.Timestamp
+	start, end := ts, ts+o.gap
+	if ts > math.MaxInt64-o.gap {
+		end = math.MaxInt64
+	}
+	if err := o.loadSessions(r.Key); err != nil {
+		return false, o.stateErr(r.Key, start, end, err)
+	}
+	// The sessions touching [start, end) are consecutive in start order:
+	// [first, last]. Without any, the new one goes before index at.
+	first, last, at := -1, -1, len(o.sessions)
+	mStart, mEnd := start, end
+	for i := range o.sessions {
+		s := &o.sessions[i]
+		if s.start <= end && s.end >= start {
+			if first < 0 {
+				first = i
+			}
+			last = i
+			mStart, mEnd = min(mStart, s.start), max(mEnd, s.end)
+		} else if s.start > end && at == len(o.sessions) {
+			at = i
+		}
+	}
+	if o.isLate(mEnd - 1) {
+		return false, nil
+	}
+	o.acc.reset()
+	if first >= 0 {
+		at = first
+		for i := first; i <= last; i++ {
+			o.acc.merge(o.aggs, &o.sessions[i].acc)
+		}
+	} else {
+		first, last = at, at-1 // replace nothing
+	}
+	o.acc.add(o.aggs, ts)
+
+	// Unless the record fell inside one session, the merged session is a
+	// new window: move the timers to it.
+	if !(last == first && o.sessions[first].start == mStart && o.sessions[first].end == mEnd) {
+		for i := first; i <= last; i++ {
+			s := &o.sessions[i]
+			if err := o.deleteTimers(r.Key, o.sessionNS(s.start, s.end), s.end-1); err != nil {
+				return false, o.stateErr(r.Key, s.start, s.end, err)
+			}
+		}
+		if err := o.registerTimers(r.Key, o.sessionNS(mStart, mEnd), mEnd-1); err != nil {
+			return false, o.stateErr(r.Key, mStart, mEnd, err)
+		}
+	}
+
+	n := len(o.sessions) - (last - first + 1) + 1
+	o.enc = binary.AppendUvarint(append(o.enc[:0], stateFormat), uint64(n))
+	for i := 0; i < at; i++ {
+		s := &o.sessions[i]
+		o.enc = o.appendSession(o.enc, s.start, s.end, &s.acc)
+	}
+	o.enc = o.appendSession(o.enc, mStart, mEnd, &o.acc)
+	for i := last + 1; i < len(o.sessions); i++ {
+		s := &o.sessions[i]
+		o.enc = o.appendSession(o.enc, s.start, s.end, &s.acc)
+	}
+	if err := o.store.ValuePut(stateSessions, r.Key, nil, o.enc, 0); err != nil {
+		return false, o.stateErr(r.Key, mStart, mEnd, err)
+	}
+	if mEnd-1 <= o.wm {
+		o.emit(out, r.Key, mStart, mEnd, &o.acc)
+	}
+	return true, nil
+}
+
+// fireSession handles a due timer of session [start, end) of t.Key. A
+// timer whose session merged away was deleted at the merge; one that is
+// still found anyway is ignored.
+func (o *Operator) fireSession(t state.Timer) error {
+	if len(t.Namespace) != 16 {
+		return fmt.Errorf("node %s: key %q: timer with a %d-byte namespace: %w", o.node, t.Key, len(t.Namespace), errCorrupt)
+	}
+	start, end := decodeNS(t.Namespace)
+	if err := o.loadSessions(t.Key); err != nil {
+		return o.stateErr(t.Key, start, end, err)
+	}
+	idx := -1
+	for i := range o.sessions {
+		if o.sessions[i].start == start && o.sessions[i].end == end {
+			idx = i
+			break
+		}
+	}
+	if idx < 0 {
+		return nil
+	}
+	maxTs := end - 1
+	if t.Timestamp == maxTs {
+		o.emit(o.out, t.Key, start, end, &o.sessions[idx].acc)
+	}
+	if t.Timestamp != o.cleanupTime(maxTs) {
+		return nil
+	}
+	var err error
+	if len(o.sessions) == 1 {
+		err = o.store.ValueDelete(stateSessions, t.Key, nil)
+	} else {
+		o.enc = binary.AppendUvarint(append(o.enc[:0], stateFormat), uint64(len(o.sessions)-1))
+		for i := range o.sessions {
+			if i != idx {
+				s := &o.sessions[i]
+				o.enc = o.appendSession(o.enc, s.start, s.end, &s.acc)
+			}
+		}
+		err = o.store.ValuePut(stateSessions, t.Key, nil, o.enc, 0)
+	}
+	if err != nil {
+		return o.stateErr(t.Key, start, end, err)
+	}
+	return nil
+}

@@ -1,0 +1,430 @@
+package window
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math"
+
+	"github.com/eddy-stream/eddy/dataflow"
+	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/host"
+	"github.com/eddy-stream/eddy/state"
+)
+
+// State names, part of the savepoint format of window nodes: renaming one
+// loses the state of running jobs.
+const (
+	stateAcc      = "acc"      // value per (key, window): fixed-size and global windows
+	stateSessions = "sessions" // value per key: its open sessions
+)
+
+// stateFormat is the first byte of every state value this package writes,
+// so that a change of the encoding can be detected on restore.
+const stateFormat = 1
+
+// errCorrupt marks state this package cannot decode; it matches
+// state.ErrCorrupt, as a damaged checkpoint would.
+var errCorrupt = fmt.Errorf("window: undecodable accumulator: %w", state.ErrCorrupt)
+
+type assignerKind uint8
+
+const (
+	fixedWindows   assignerKind = iota // tumbling, or sliding
+	sessionWindows                     // merging
+	globalWindows                      // count trigger
+)
+
+// Operator is the window operator of one subtask. It implements
+// dataflow.Operator and dataflow.WatermarkOperator; it is exported for its
+// counters, not to be built other than by New.
+type Operator struct {
+	node     string
+	kind     assignerKind
+	size     int64  // ms; fixed windows
+	slide    int64  // ms; fixed windows (= size when tumbling)
+	gap      int64  // ms; sessions
+	lateness int64  // ms
+	late     string // late_output port; "" drops late records
+	trigger  uint64 // global windows: fire every trigger records
+	aggs     *aggregates
+
+	store   state.Store
+	wm      int64
+	dropped int64
+
+	// Scratch reused across records and timers: the per-record path must
+	// not allocate.
+	acc      accum
+	ns       [16]byte
+	val      []byte // state read buffer
+	enc      []byte // state write buffer
+	json     []byte // result buffer
+	sessions []session
+	slots    []slot // backing array of the sessions' accumulators
+
+	out *dataflow.Batch // where timers emit, during ProcessWatermark
+	// onTimer is o.fire, bound once: a method value taken at each
+	// watermark would allocate.
+	onTimer func(state.Timer) error
+}
+
+// session is one open session of a key with its accumulator.
+type session struct {
+	start, end int64
+	acc        accum
+}
+
+var (
+	_ dataflow.Operator          = (*Operator)(nil)
+	_ dataflow.WatermarkOperator = (*Operator)(nil)
+)
+
+// New builds the operator of window node n of spec. Its signature is
+// dataflow.Options.WindowOperator's; modules is unused until Wasm
+// aggregates are supported.
+func New(spec *jobspec.Spec, n *jobspec.Node, modules map[string]*host.Module) (dataflow.Operator, error) {
+	w, a := n.Window, n.Aggregate
+	if w == nil {
+		return nil, fmt.Errorf("node %s: not a window node", n.Name)
+	}
+	if a == nil {
+		return nil, fmt.Errorf("node %s: a window needs an aggregate", n.Name)
+	}
+	if a.Wasm != nil || a.Apply != nil {
+		return nil, fmt.Errorf("node %s: wasm aggregates are not supported yet", n.Name)
+	}
+	if len(a.Builtins) == 0 {
+		return nil, fmt.Errorf("node %s: aggregate lists no built-ins", n.Name)
+	}
+	aggs, err := parseAggregates(a.Builtins)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	o := &Operator{node: n.Name, aggs: aggs, wm: math.MinInt64, late: w.LateOutput}
+	// Millisecond resolution, like event time: a sub-millisecond duration
+	// would round to a window of size 0.
+	ms := func(what string, d jobspec.Duration) (int64, error) {
+		v := d.D().Milliseconds()
+		if v < 1 {
+			return 0, fmt.Errorf("node %s: %s %s is below 1ms, the resolution of event time", n.Name, what, d.D())
+		}
+		return v, nil
+	}
+	switch {
+	case w.Tumbling != nil:
+		o.kind = fixedWindows
+		if o.size, err = ms("tumbling window size", *w.Tumbling); err != nil {
+			return nil, err
+		}
+		o.slide = o.size
+	case w.Sliding != nil:
+		o.kind = fixedWindows
+		if o.size, err = ms("sliding window size", w.Sliding.Size); err != nil {
+			return nil, err
+		}
+		if o.slide, err = ms("sliding window slide", w.Sliding.Slide); err != nil {
+			return nil, err
+		}
+		if o.slide > o.size {
+			return nil, fmt.Errorf("node %s: sliding window slide %s is larger than its size %s", n.Name, w.Sliding.Slide.D(), w.Sliding.Size.D())
+		}
+	case w.Session != nil:
+		o.kind = sessionWindows
+		if o.gap, err = ms("session gap", w.Session.Gap); err != nil {
+			return nil, err
+		}
+	case w.Global != nil:
+		o.kind = globalWindows
+		if w.Global.Trigger.Count <= 0 {
+			return nil, fmt.Errorf("node %s: global window needs trigger: {count: N} with N > 0", n.Name)
+		}
+		o.trigger = uint64(w.Global.Trigger.Count)
+		if w.AllowedLateness != 0 || w.LateOutput != "" {
+			return nil, fmt.Errorf("node %s: allowed_lateness and late_output do not apply to a global window, which is never late", n.Name)
+		}
+	default:
+		return nil, fmt.Errorf("node %s: window names no kind (tumbling, sliding, session or global)", n.Name)
+	}
+	if w.AllowedLateness < 0 {
+		return nil, fmt.Errorf("node %s: allowed_lateness must not be negative", n.Name)
+	}
+	o.lateness = w.AllowedLateness.D().Milliseconds()
+	o.acc.slots = make([]slot, len(aggs.list))
+	o.onTimer = o.fire
+	return o, nil
+}
+
+// Open takes the subtask's keyed state, where accumulators and timers live.
+func (o *Operator) Open(_ context.Context, info dataflow.TaskInfo) error {
+	if info.State == nil {
+		return fmt.Errorf("node %s: window has no keyed state (it needs key_by)", o.node)
+	}
+	o.store = info.State
+	o.wm = math.MinInt64
+	return nil
+}
+
+// Process adds each record to its windows. Results of windows that
+// already fired (late records within allowed lateness) go to out at once.
+func (o *Operator) Process(_ context.Context, in, out *dataflow.Batch) error {
+	for i := range in.Records {
+		r := &in.Records[i]
+		if r.Timestamp == dataflow.NoTimestamp {
+			return fmt.Errorf("node %s: record with key %q has no event time, which windows need (set event_time on the source)", o.node, r.Key)
+		}
+		o.aggs.read(r.Value)
+		var (
+			kept bool
+			err  error
+		)
+		switch o.kind {
+		case fixedWindows:
+			kept, err = o.addFixed(r, out)
+		case sessionWindows:
+			kept, err = o.addSession(r, out)
+		default:
+			kept, err = true, o.addGlobal(r, out)
+		}
+		if err != nil {
+			return err
+		}
+		if !kept {
+			if o.late != "" {
+				out.Side(o.late).AddRecord(r)
+			} else {
+				o.dropped++
+			}
+		}
+	}
+	return nil
+}
+
+// ProcessWatermark fires and cleans up the windows whose timers are due, in
+// timer order.
+func (o *Operator) ProcessWatermark(_ context.Context, wm int64, out *dataflow.Batch) error {
+	if wm <= o.wm {
+		return nil
+	}
+	o.wm = wm
+	if o.kind == globalWindows {
+		return nil // never fires on time
+	}
+	o.out = out
+	err := o.store.PopTimers(state.EventTime, wm, o.onTimer)
+	o.out = nil
+	if err != nil {
+		return fmt.Errorf("node %s: fire windows at watermark %d: %w", o.node, wm, err)
+	}
+	return nil
+}
+
+// Finish emits nothing: every time window fired at the final watermark, and
+// a global window's partial count is not a result (see the package doc).
+func (o *Operator) Finish(context.Context, *dataflow.Batch) error { return nil }
+
+// Close forgets the store, which the task owns and closes.
+func (o *Operator) Close() error {
+	o.store = nil
+	return nil
+}
+
+// Dropped is the number of late records dropped because the node has no
+// late_output. Like every method, call it from the task's goroutine (or
+// after the job).
+func (o *Operator) Dropped() int64 { return o.dropped }
+
+// cleanupTime is when a window's state goes: its last millisecond plus
+// allowed lateness, saturating rather than wrapping around.
+func (o *Operator) cleanupTime(maxTs int64) int64 {
+	if maxTs > math.MaxInt64-o.lateness {
+		return math.MaxInt64
+	}
+	return maxTs + o.lateness
+}
+
+// isLate reports whether the window ending at maxTs is gone (or would be):
+// as Flink's isWindowLate, the window is late once the watermark reached
+// its cleanup time.
+func (o *Operator) isLate(maxTs int64) bool { return o.cleanupTime(maxTs) <= o.wm }
+
+// registerTimers sets the timers of a new window: firing at maxTs unless
+// the watermark is past it already (then the window fires on each record
+// instead, as EventTimeTrigger.onElement), and cleanup, which is the same
+// timer when there is no allowed lateness.
+func (o *Operator) registerTimers(key, ns []byte, maxTs int64) error {
+	if maxTs > o.wm {
+		if err := o.store.TimerRegister(state.EventTime, key, ns, maxTs); err != nil {
+			return err
+		}
+	}
+	if c := o.cleanupTime(maxTs); c != maxTs {
+		return o.store.TimerRegister(state.EventTime, key, ns, c)
+	}
+	return nil
+}
+
+func (o *Operator) deleteTimers(key, ns []byte, maxTs int64) error {
+	if err := o.store.TimerDelete(state.EventTime, key, ns, maxTs); err != nil {
+		return err
+	}
+	if c := o.cleanupTime(maxTs); c != maxTs {
+		return o.store.TimerDelete(state.EventTime, key, ns, c)
+	}
+	return nil
+}
+
+// A window's namespace (in state and timers) is its start for fixed-size
+// windows and its start and end for sessions, big-endian with the sign bit
+// flipped so that byte order is time order.
+
+func (o *Operator) fixedNS(start int64) []byte {
+	binary.BigEndian.PutUint64(o.ns[:8], uint64(start)^(1<<63))
+	return o.ns[:8]
+}
+
+func (o *Operator) sessionNS(start, end int64) []byte {
+	binary.BigEndian.PutUint64(o.ns[:8], uint64(start)^(1<<63))
+	binary.BigEndian.PutUint64(o.ns[8:], uint64(end)^(1<<63))
+	return o.ns[:16]
+}
+
+func decodeNS(ns []byte) (start, end int64) {
+	start = int64(binary.BigEndian.Uint64(ns[:8]) ^ (1 << 63))
+	if len(ns) == 16 {
+		end = int64(binary.BigEndian.Uint64(ns[8:]) ^ (1 << 63))
+	}
+	return start, end
+}
+
+// floorDiv is ⌊a/b⌋ for b > 0: windows are aligned to the epoch also before
+// it.
+func floorDiv(a, b int64) int64 {
+	q := a / b
+	if a%b < 0 {
+		q--
+	}
+	return q
+}
+
+// addFixed adds the current record to each of its tumbling or sliding
+// windows that is still kept and reports whether there was one.
+func (o *Operator) addFixed(r *dataflow.Record, out *dataflow.Batch) (bool, error) {
+	ts := r.Timestamp
+	kept := false
+	// As SlidingEventTimeWindows: from the latest window holding ts back to
+	// the earliest; their ends decrease, so once one is late all the rest
+	// are.
+	for start := floorDiv(ts, o.slide) * o.slide; start > ts-o.size; start -= o.slide {
+		end := start + o.size
+		maxTs := end - 1
+		if o.isLate(maxTs) {
+			break
+		}
+		kept = true
+		ns := o.fixedNS(start)
+		found, err := o.getAcc(r.Key, ns)
+		if err != nil {
+			return false, o.stateErr(r.Key, start, end, err)
+		}
+		o.acc.add(o.aggs, ts)
+		if err := o.putAcc(r.Key, ns); err != nil {
+			return false, o.stateErr(r.Key, start, end, err)
+		}
+		if !found {
+			if err := o.registerTimers(r.Key, ns, maxTs); err != nil {
+				return false, o.stateErr(r.Key, start, end, err)
+			}
+		}
+		if maxTs <= o.wm {
+			o.emit(out, r.Key, start, end, &o.acc)
+		}
+	}
+	return kept, nil
+}
+
+// addGlobal counts the record into its key's pane, firing and purging the
+// pane at the trigger count.
+func (o *Operator) addGlobal(r *dataflow.Record, out *dataflow.Batch) error {
+	if _, err := o.getAcc(r.Key, nil); err != nil {
+		return fmt.Errorf("node %s: key %q: state: %w", o.node, r.Key, err)
+	}
+	o.acc.add(o.aggs, r.Timestamp)
+	if o.acc.count >= o.trigger {
+		o.emit(out, r.Key, o.acc.minTs, o.acc.maxTs+1, &o.acc)
+		if err := o.store.ValueDelete(stateAcc, r.Key, nil); err != nil {
+			return fmt.Errorf("node %s: key %q: state: %w", o.node, r.Key, err)
+		}
+		return nil
+	}
+	if err := o.putAcc(r.Key, nil); err != nil {
+		return fmt.Errorf("node %s: key %q: state: %w", o.node, r.Key, err)
+	}
+	return nil
+}
+
+// getAcc reads the accumulator of (key, ns) into o.acc, or resets it when
+// there is none.
+func (o *Operator) getAcc(key, ns []byte) (bool, error) {
+	v, found, err := o.store.ValueGet(stateAcc, key, ns, o.val[:0])
+	o.val = v
+	if err != nil {
+		return false, err
+	}
+	if !found {
+		o.acc.reset()
+		return false, nil
+	}
+	if len(v) == 0 || v[0] != stateFormat {
+		return false, errCorrupt
+	}
+	rest, err := o.acc.decode(v[1:], o.aggs, o.kind == globalWindows)
+	if err == nil && len(rest) != 0 {
+		err = errCorrupt
+	}
+	return true, err
+}
+
+func (o *Operator) putAcc(key, ns []byte) error {
+	o.enc = o.acc.encode(append(o.enc[:0], stateFormat), o.aggs, o.kind == globalWindows)
+	return o.store.ValuePut(stateAcc, key, ns, o.enc, 0)
+}
+
+func (o *Operator) emit(out *dataflow.Batch, key []byte, start, end int64, a *accum) {
+	o.json = appendResult(o.json[:0], key, start, end, a, o.aggs)
+	out.Add(key, o.json, end-1)
+}
+
+func (o *Operator) stateErr(key []byte, start, end int64, err error) error {
+	return fmt.Errorf("node %s: key %q: window [%d,%d): state: %w", o.node, key, start, end, err)
+}
+
+// fire handles one due timer: it emits the window's result when the timer
+// is the window's end and drops the window when it is its cleanup time
+// (both, without allowed lateness).
+func (o *Operator) fire(t state.Timer) error {
+	if o.kind == sessionWindows {
+		return o.fireSession(t)
+	}
+	if len(t.Namespace) != 8 {
+		return fmt.Errorf("node %s: key %q: timer with a %d-byte namespace: %w", o.node, t.Key, len(t.Namespace), errCorrupt)
+	}
+	start, _ := decodeNS(t.Namespace)
+	end := start + o.size
+	maxTs := end - 1
+	if t.Timestamp == maxTs {
+		found, err := o.getAcc(t.Key, t.Namespace)
+		if err != nil {
+			return o.stateErr(t.Key, start, end, err)
+		}
+		if found {
+			o.emit(o.out, t.Key, start, end, &o.acc)
+		}
+	}
+	if t.Timestamp == o.cleanupTime(maxTs) {
+		if err := o.store.ValueDelete(stateAcc, t.Key, t.Namespace); err != nil {
+			return o.stateErr(t.Key, start, end, err)
+		}
+	}
+	return nil
+}
