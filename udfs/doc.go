@@ -6,7 +6,14 @@
 //   - project: a JSON field projector and filter (project/projection,
 //     project/go, project/c);
 //   - split: a word splitter, one record in and many out (split/splitter,
-//     split/go, split/c).
+//     split/go, split/c);
+//   - counter: a running count per key in keyed state (counter/counting,
+//     counter/go, counter/c);
+//   - country-change: a card-fraud rule with keyed state and event-time
+//     timers (countrychange/detector, countrychange/go, countrychange/c).
+//
+// project and split declare ABI version 1; counter and country-change use
+// keyed state, declare version 2 and need a keyed node.
 //
 // The built modules in build/ are test fixtures, committed next to their
 // sources; `make -C udfs` rebuilds them. This package itself has no code:

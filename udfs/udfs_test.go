@@ -2,8 +2,9 @@ package udfs_test
 
 // These tests run the built modules in build/ under wazero with a minimal
 // host of their own (package host is the real one; this harness only needs
-// to follow ABI.md) and check that every module, Go or C, produces exactly
-// what the native Go algorithm produces for the same input.
+// to follow ABI.md; keyedhost_test.go has its keyed state and timers) and
+// check that every module, Go or C, produces exactly what the native Go
+// algorithm produces for the same input.
 
 import (
 	"bytes"
@@ -12,6 +13,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -40,18 +42,18 @@ func TestMain(m *testing.M) {
 	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithMemoryLimitPages(1024))
 	wasi_snapshot_preview1.MustInstantiate(ctx, r)
 	i32 := api.ValueTypeI32
-	_, err := r.NewHostModuleBuilder(abi.ImportModule).
+	b := r.NewHostModuleBuilder(abi.ImportModule).
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostEmit), []api.ValueType{i32, i32}, nil).Export(abi.ImportEmit).
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostLog), []api.ValueType{i32, i32, i32}, nil).Export(abi.ImportLog).
-		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostFail), []api.ValueType{i32, i32}, nil).Export(abi.ImportFail).
-		Instantiate(ctx)
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostFail), []api.ValueType{i32, i32}, nil).Export(abi.ImportFail)
+	_, err := exportV2(b).Instantiate(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	env.runtime = r
 	env.modules = map[string]wazero.CompiledModule{}
-	for _, name := range []string{"project-go", "project-c", "split-go", "split-c"} {
+	for name := range moduleVersions {
 		path := filepath.Join("build", name+".wasm")
 		bin, err := os.ReadFile(path)
 		if err != nil {
@@ -70,6 +72,15 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// moduleVersions are the built modules and the ABI version each must
+// declare: the stateful ones 2, the others 1.
+var moduleVersions = map[string]uint64{
+	"project-go": 1, "project-c": 1,
+	"split-go": 1, "split-c": 1,
+	"counter-go": 2, "counter-c": 2,
+	"country-change-go": 2, "country-change-c": 2,
+}
+
 // calls is what the host saw during the guest calls of one instance.
 type calls struct {
 	discard  bool         // count records only (benchmarks)
@@ -78,6 +89,8 @@ type calls struct {
 	batches  []emitted
 	failures []string
 	logs     []string
+	keyed    *keyedHost
+	fired    []timerAddr // timers handed to eddy_on_timer, in order
 }
 
 type emitted struct {
@@ -142,7 +155,7 @@ type guest struct {
 
 func newGuest(t testing.TB, name string) *guest {
 	t.Helper()
-	g := &guest{t: t, calls: &calls{}}
+	g := &guest{t: t, calls: &calls{keyed: newKeyedHost()}}
 	g.ctx = context.WithValue(context.Background(), callsKey{}, g.calls)
 	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions().
 		WithSysWalltime().WithSysNanotime().WithStdout(&g.out).WithStderr(&g.out)
@@ -155,8 +168,8 @@ func newGuest(t testing.TB, name string) *guest {
 	if f := mod.ExportedFunction(abi.ExportInitialize); f != nil {
 		g.call(abi.ExportInitialize)
 	}
-	if v := g.call(abi.ExportABIVersion); len(v) != 1 || v[0] != abi.Version {
-		t.Fatalf("%s: eddy_abi_version = %v, want %d", name, v, abi.Version)
+	if v := g.call(abi.ExportABIVersion); len(v) != 1 || v[0] != moduleVersions[name] {
+		t.Fatalf("%s: eddy_abi_version = %v, want %d", name, v, moduleVersions[name])
 	}
 	return g
 }
@@ -202,6 +215,8 @@ func (g *guest) status(name string, res []uint64) error {
 func (g *guest) open(config []byte) error {
 	g.t.Helper()
 	ptr := g.write(config)
+	g.calls.keyed.opening = true
+	defer func() { g.calls.keyed.opening = false }()
 	return g.status(abi.ExportOpen, g.call(abi.ExportOpen, uint64(ptr), uint64(len(config))))
 }
 
@@ -209,6 +224,8 @@ func (g *guest) process(recs []abi.Record) error {
 	g.t.Helper()
 	batch := abi.AppendBatch(nil, recs)
 	ptr := g.write(batch)
+	g.calls.keyed.keys = keysOf(recs)
+	defer func() { g.calls.keyed.keys = nil }()
 	return g.status(abi.ExportProcess, g.call(abi.ExportProcess, uint64(ptr), uint64(len(batch))))
 }
 
@@ -465,8 +482,17 @@ func TestFailures(t *testing.T) {
 	}
 }
 
+// v2Used are the version 2 imports each stateful module must import:
+// exactly those it calls, since both linkers drop the others.
+var v2Used = map[string][]string{
+	"counter":        {importStateDeclare, importStateGet, importStatePut},
+	"country-change": {importStateClear, importStateDeclare, importStateGet, importStatePut, importTimerDelete, importTimerRegister},
+}
+
 // TestInterface checks the built modules against the ABI's lists of exports
-// and imports, as the real host does before running a module.
+// and imports, as the real host does before running a module, and checks
+// that a module imports version 2 functions exactly when it declares
+// version 2.
 func TestInterface(t *testing.T) {
 	for name, cm := range env.modules {
 		exports := cm.ExportedFunctions()
@@ -481,13 +507,16 @@ func TestInterface(t *testing.T) {
 		if _, ok := cm.ExportedMemories()[abi.ExportMemory]; !ok {
 			t.Errorf("%s: missing memory export", name)
 		}
+		var v2 []string
 		for _, def := range cm.ImportedFunctions() {
 			mod, fn, _ := def.Import()
 			switch mod {
 			case abi.WASIModule:
 			case abi.ImportModule:
-				sig, ok := abi.HostImports[fn]
-				if !ok {
+				sig, ok := v2Imports[fn]
+				if ok {
+					v2 = append(v2, fn)
+				} else if sig, ok = abi.HostImports[fn]; !ok {
 					t.Errorf("%s: imports unknown host function %s", name, fn)
 					continue
 				}
@@ -495,6 +524,18 @@ func TestInterface(t *testing.T) {
 			default:
 				t.Errorf("%s: imports %s.%s", name, mod, fn)
 			}
+		}
+		slices.Sort(v2)
+		udf := name[:strings.LastIndex(name, "-")]
+		if want := v2Used[udf]; !slices.Equal(v2, want) {
+			t.Errorf("%s: version 2 imports %v, want %v", name, v2, want)
+		}
+		def, exported := exports[exportOnTimer]
+		if slices.Contains(v2, importTimerRegister) && !exported {
+			t.Errorf("%s: imports %s but does not export %s", name, importTimerRegister, exportOnTimer)
+		}
+		if exported {
+			checkSignature(t, name+" export "+exportOnTimer, def, onTimerSignature)
 		}
 	}
 }

@@ -1,8 +1,11 @@
 /*
  * eddy.c - the guest side of the Eddy ABI for C operators; see eddy.h and
- * abi/ABI.md. Mirrors sdk/go (guest.go, abi_wasip1.go) and abi/codec.go.
+ * abi/ABI.md. Mirrors sdk/go (internal/guest) and abi/codec.go. Keyed state
+ * and timers (ABI version 2) are in eddy_keyed.c, which shares the batch
+ * loop and the current key through eddy_internal.h.
  */
 #include "eddy.h"
+#include "eddy_internal.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -38,12 +41,17 @@ static uint8_t output[EDDY_OUTPUT_BUFFER_SIZE] __attribute__((aligned(8)));
 static uint32_t out_count;
 static uint32_t out_data = EDDY_OUTPUT_BUFFER_SIZE; /* start of the data, growing down */
 
-/* emit is valid only during eddy_process and eddy_close. */
+/* emit is valid only during eddy_process, eddy_on_timer and eddy_close. */
 static int emitting;
 /* Whether eddy_fail was called during the current call. */
 static int failed;
 
 static char message[MESSAGE_SIZE];
+
+const uint8_t *eddy__key;
+uint32_t eddy__key_len;
+int eddy__has_key;
+int eddy__opening;
 
 /* Wasm allows unaligned loads and stores; memcpy compiles to one of them. */
 static uint32_t get32(const uint8_t *p) {
@@ -207,13 +215,26 @@ static int in_input(const uint8_t *p, uint32_t len) {
     return input != NULL && at >= base && (uint64_t)(at - base) + len <= input_cap;
 }
 
+static void end_batch(void) {
+    emitting = 0;
+    eddy__has_key = 0;
+    eddy__key = NULL;
+    eddy__key_len = 0;
+}
+
 static int32_t outside_input(const char *what, const uint8_t *p, uint32_t len) {
     eddy_fail("eddy: %s [%lu, %llu) is not inside the buffer returned by eddy_alloc", what,
               (unsigned long)(uintptr_t)p, (unsigned long long)(uintptr_t)p + len);
     return 1;
 }
 
-EXPORT("eddy_abi_version") int32_t eddy_export_abi_version(void) { return EDDY_ABI_VERSION; }
+/* Version 1 unless eddy_keyed.c is linked in: the reference is weak, so
+ * without it the symbol's address is null. A module that uses keyed state
+ * must link eddy_keyed.c (its functions are there), so it declares version
+ * 2 exactly when it can import the version 2 functions. */
+EXPORT("eddy_abi_version") int32_t eddy_export_abi_version(void) {
+    return &eddy__keyed_abi_version != NULL ? eddy__keyed_abi_version : EDDY_ABI_VERSION;
+}
 
 /* Saves the reallocations a tiny configuration buffer followed by the first
  * batch would otherwise cause. */
@@ -239,25 +260,28 @@ EXPORT("eddy_open") int32_t eddy_export_open(const uint8_t *config, uint32_t len
     int rc;
     failed = 0;
     if (!in_input(config, len)) return outside_input("config", config, len);
+    eddy__opening = 1;
     rc = eddy_op_open(config, len);
+    eddy__opening = 0;
     return rc == 0 ? 0 : call_failed(rc);
 }
 
-EXPORT("eddy_process") int32_t eddy_export_process(const uint8_t *batch, uint32_t len) {
+int32_t eddy__run_batch(const char *range, const char *what, const uint8_t *batch, uint32_t len,
+                        int (*each)(const eddy_record *r)) {
     uint32_t count, i;
     failed = 0;
-    if (!in_input(batch, len)) return outside_input("batch", batch, len);
+    if (!in_input(batch, len)) return outside_input(range, batch, len);
     if (len < HEADER_SIZE) {
-        eddy_fail("eddy: input batch: malformed: %u bytes is shorter than the header", len);
+        eddy_fail("eddy: %s: malformed: %u bytes is shorter than the header", what, len);
         return 1;
     }
     if (get32(batch) != BATCH_MAGIC) {
-        eddy_fail("eddy: input batch: malformed: bad magic %#08x", get32(batch));
+        eddy_fail("eddy: %s: malformed: bad magic %#08x", what, get32(batch));
         return 1;
     }
     count = get32(batch + 4);
     if (count > MAX_RECORDS || HEADER_SIZE + (uint64_t)count * ENTRY_SIZE > len) {
-        eddy_fail("eddy: input batch: malformed: %u records do not fit in %u bytes", count, len);
+        eddy_fail("eddy: %s: malformed: %u records do not fit in %u bytes", what, count, len);
         return 1;
     }
     /* Every record is checked before the first is processed, as
@@ -267,11 +291,12 @@ EXPORT("eddy_process") int32_t eddy_export_process(const uint8_t *batch, uint32_
         uint64_t ko = get32(e + 8), kl = get32(e + 12), vo = get32(e + 16), vl = get32(e + 20);
         uint64_t ho = get32(e + 24), hl = get32(e + 28);
         if (ko + kl > len || vo + vl > len || (hl != 0 && (ho + hl > len || !headers_ok(batch + ho, (uint32_t)hl)))) {
-            eddy_fail("eddy: input batch: malformed: record %u has a range outside the %u-byte batch or bad headers", i, len);
+            eddy_fail("eddy: %s: malformed: record %u has a range outside the %u-byte batch or bad headers", what, i, len);
             return 1;
         }
     }
     emitting = 1;
+    eddy__has_key = 1;
     for (i = 0; i < count; i++) {
         const uint8_t *e = batch + HEADER_SIZE + ENTRY_SIZE * i;
         eddy_record r;
@@ -283,15 +308,21 @@ EXPORT("eddy_process") int32_t eddy_export_process(const uint8_t *batch, uint32_
         r.value_len = get32(e + 20);
         r.headers_len = get32(e + 28);
         r.headers = r.headers_len ? batch + get32(e + 24) : NULL;
-        rc = eddy_op_process(&r);
+        eddy__key = r.key;
+        eddy__key_len = r.key_len;
+        rc = each(&r);
         if (rc != 0) {
-            emitting = 0;
+            end_batch();
             return call_failed(rc);
         }
     }
     flush();
-    emitting = 0;
+    end_batch();
     return 0;
+}
+
+EXPORT("eddy_process") int32_t eddy_export_process(const uint8_t *batch, uint32_t len) {
+    return eddy__run_batch("batch", "input batch", batch, len, eddy_op_process);
 }
 
 EXPORT("eddy_close") int32_t eddy_export_close(void) {

@@ -18,6 +18,10 @@
  *     clang --target=wasm32-wasi -mexec-model=reactor -O2 -I sdk/c \
  *         -o op.wasm op.c sdk/c/eddy.c
  *
+ * Keyed state, timers and event time (ABI version 2) are in eddy_keyed.h;
+ * a module that uses them also compiles sdk/c/eddy_keyed.c, which is what
+ * makes it declare version 2.
+ *
  * The host drives one instance per task from one thread: nothing here is
  * reentrant or needs to be.
  */
@@ -30,6 +34,7 @@
 extern "C" {
 #endif
 
+/* The ABI version a module declares without eddy_keyed.c. */
 #define EDDY_ABI_VERSION 1
 
 /* Timestamp of a record without event time. */
@@ -68,7 +73,7 @@ int eddy_op_process(const eddy_record *r);
 int eddy_op_close(void);
 
 /* Sends r downstream, copying its key, value and headers. Call it only from
- * eddy_op_process and eddy_op_close. Returns 0, or nonzero after recording
+ * eddy_op_process, eddy_op_timer (eddy_keyed.h) and eddy_op_close. Returns 0, or nonzero after recording
  * the failure with eddy_fail (called elsewhere, or out of memory for a record
  * larger than the output buffer): then return nonzero yourself. */
 int eddy_emit(const eddy_record *r);

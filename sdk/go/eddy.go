@@ -17,6 +17,11 @@
 // eddy_open, eddy_process, eddy_close, eddy_abi_version): //go:wasmexport
 // works in any package that is linked into the module.
 //
+// Keyed state, timers and event time are in package keyed
+// (github.com/eddy-stream/eddy/sdk/go/keyed). A module that imports it
+// declares ABI version 2; one that does not stays at version 1, which every
+// host accepts.
+//
 // Records arrive in batches; the SDK decodes each batch, calls Process once
 // per record, and collects what Emit is given into one output buffer that it
 // hands to the host when full and at the end of every eddy_process and
@@ -33,6 +38,7 @@ import (
 	"fmt"
 
 	"github.com/eddy-stream/eddy/abi"
+	"github.com/eddy-stream/eddy/sdk/go/internal/guest"
 )
 
 // Record is one record. In Process, Key, Value and header values alias the
@@ -49,10 +55,11 @@ const NoTimestamp = abi.NoTimestamp
 // OutputBufferSize is the size of the buffer Emit collects records in. A
 // record larger than this is handed to the host alone, from a temporary
 // buffer.
-const OutputBufferSize = 64 << 10
+const OutputBufferSize = guest.OutputBufferSize
 
 // Operator is what a module implements. The host drives one instance per
-// task from one goroutine: the methods are never called concurrently.
+// task from one goroutine: the methods are never called concurrently. An
+// operator that sets timers also implements keyed.TimerHandler.
 type Operator interface {
 	// Open configures the operator before the first record. config is the
 	// node's config from the job spec as JSON ("{}" when absent); the slice
@@ -69,15 +76,7 @@ type Operator interface {
 // Register makes op the module's operator. Call it once, from an init
 // function. It panics if called twice, because a module has exactly one
 // operator.
-func Register(op Operator) {
-	if op == nil {
-		panic("eddy: Register(nil)")
-	}
-	if registered != nil {
-		panic("eddy: Register called more than once")
-	}
-	registered = op
-}
+func Register(op Operator) { guest.Register(op) }
 
 // Func returns an Operator whose Process is fn and whose Open and Close do
 // nothing, for stateless operators that need no configuration.
@@ -91,12 +90,13 @@ func (f funcOperator) Close() error            { return nil }
 
 // Emit sends r downstream. It copies r's key, value and headers, so r may
 // alias the input record or a buffer the caller reuses. It may be called
-// only from Process and Close; elsewhere it panics.
-func Emit(r Record) { emit(&r) }
+// only from Process, keyed.TimerHandler's OnTimer and Close; elsewhere it
+// panics.
+func Emit(r Record) { guest.Emit(&r) }
 
 // EmitKV sends a record without headers downstream; see Emit.
 func EmitKV(key, value []byte, timestamp int64) {
-	emit(&Record{Key: key, Value: value, Timestamp: timestamp})
+	guest.Emit(&Record{Key: key, Value: value, Timestamp: timestamp})
 }
 
 // Level is the severity of a log message.
@@ -112,9 +112,9 @@ const (
 
 // Log writes msg to the task log. The host rate-limits it, so do not log
 // per record except while debugging.
-func Log(level Level, msg string) { hostLog(int32(level), msg) }
+func Log(level Level, msg string) { guest.Log(int32(level), msg) }
 
 // Logf formats its arguments as fmt.Sprintf does and logs the result.
 func Logf(level Level, format string, args ...any) {
-	hostLog(int32(level), fmt.Sprintf(format, args...))
+	guest.Log(int32(level), fmt.Sprintf(format, args...))
 }

@@ -32,13 +32,15 @@ func build(t *testing.T) []string {
 	t.Cleanup(func() { r.Close(context.Background()) })
 	runtime.r, runtime.modules = r, map[string]wazero.CompiledModule{}
 	var langs []string
-	for lang, wasm := range mods {
+	for name, wasm := range mods {
 		cm, err := r.CompileModule(context.Background(), wasm)
 		if err != nil {
-			t.Fatalf("compile the %s guest: %v", lang, err)
+			t.Fatalf("compile the %s guest: %v", name, err)
 		}
-		runtime.modules[lang] = cm
-		langs = append(langs, lang)
+		runtime.modules[name] = cm
+		if !strings.HasSuffix(name, keyedSuffix) {
+			langs = append(langs, name)
+		}
 	}
 	return langs
 }
@@ -46,25 +48,32 @@ func build(t *testing.T) []string {
 func buildWasm(t *testing.T) map[string][]byte {
 	dir := t.TempDir()
 	mods := map[string][]byte{}
-	goOut := filepath.Join(dir, "go.wasm")
-	// The same flags as udfs/Makefile, so that stripping is covered too.
-	cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", goOut, "./goguest")
-	cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the Go guest: %v\n%s", err, out)
+	for name, pkg := range map[string]string{"go": "./goguest", "go" + keyedSuffix: "./keyedguest"} {
+		out := filepath.Join(dir, name+".wasm")
+		// The same flags as udfs/Makefile, so that stripping is covered too.
+		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
+		cmd.Env = append(os.Environ(), "GOOS=wasip1", "GOARCH=wasm")
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("build the Go guest %s: %v\n%s", pkg, err, msg)
+		}
+		mods[name] = mustRead(t, out)
 	}
-	mods["go"] = mustRead(t, goOut)
 	if _, err := exec.LookPath("clang"); err != nil {
 		t.Log("clang is not installed: the C SDK is not tested here")
 		return mods
 	}
-	cOut := filepath.Join(dir, "c.wasm")
-	cmd = exec.Command("clang", "--target=wasm32-wasi", "-mexec-model=reactor", "-O2", "-std=c99",
-		"-Wall", "-Wextra", "-Werror", "-I", "../../c", "-o", cOut, "testdata/cguest.c", "../../c/eddy.c")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("build the C guest: %v\n%s", err, out)
+	for name, srcs := range map[string][]string{
+		"c":               {"testdata/cguest.c", "../../c/eddy.c"},
+		"c" + keyedSuffix: {"testdata/ckeyed.c", "../../c/eddy.c", "../../c/eddy_keyed.c"},
+	} {
+		out := filepath.Join(dir, name+".wasm")
+		args := append([]string{"--target=wasm32-wasi", "-mexec-model=reactor", "-O2", "-std=c99",
+			"-Wall", "-Wextra", "-Werror", "-I", "../../c", "-o", out}, srcs...)
+		if msg, err := exec.Command("clang", args...).CombinedOutput(); err != nil {
+			t.Fatalf("build the C guest %s: %v\n%s", srcs[0], err, msg)
+		}
+		mods[name] = mustRead(t, out)
 	}
-	mods["c"] = mustRead(t, cOut)
 	return mods
 }
 
@@ -84,6 +93,7 @@ type host struct {
 	sizes    []int
 	failures []string
 	logs     []string
+	keyed    keyedState
 }
 
 func read(m api.Module, ptr, n uint64) []byte {
@@ -120,7 +130,7 @@ func newRuntime() (wazero.Runtime, error) {
 	r := wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfig().WithMemoryLimitPages(1024))
 	wasi_snapshot_preview1.MustInstantiate(ctx, r)
 	i32 := api.ValueTypeI32
-	_, err := r.NewHostModuleBuilder(abi.ImportModule).
+	b := r.NewHostModuleBuilder(abi.ImportModule).
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, m api.Module, s []uint64) {
 		h := hostOf(ctx)
 		buf := read(m, s[0], s[1])
@@ -144,15 +154,15 @@ func newRuntime() (wazero.Runtime, error) {
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(func(ctx context.Context, m api.Module, s []uint64) {
 		h := hostOf(ctx)
 		h.failures = append(h.failures, string(read(m, s[0], s[1])))
-	}), []api.ValueType{i32, i32}, nil).Export(abi.ImportFail).
-		Instantiate(ctx)
+	}), []api.ValueType{i32, i32}, nil).Export(abi.ImportFail)
+	_, err := exportKeyed(b).Instantiate(ctx)
 	return r, err
 }
 
 // start instantiates the guest built for lang.
 func start(t *testing.T, lang string) *instance {
 	t.Helper()
-	h := &host{}
+	h := &host{keyed: newKeyedState()}
 	ctx := context.WithValue(context.Background(), hostKey{}, h)
 	mod, err := runtime.r.InstantiateModule(ctx, runtime.modules[lang], wazero.NewModuleConfig().WithName("").WithStartFunctions())
 	if err != nil {
@@ -224,7 +234,9 @@ func TestGuests(t *testing.T) {
 		t.Run(lang, func(t *testing.T) {
 			t.Run("echo", func(t *testing.T) {
 				in := start(t, lang)
-				if v := in.call(abi.ExportABIVersion); v != abi.Version {
+				// Not abi.Version: that is the newest version the host
+				// knows; a module without keyed state must stay at 1.
+				if v := in.call(abi.ExportABIVersion); v != 1 {
 					t.Fatalf("ABI version %d", v)
 				}
 				if r := in.open(`{"x": 1}`); r != ok {

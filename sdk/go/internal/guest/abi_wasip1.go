@@ -1,4 +1,4 @@
-package eddy
+package guest
 
 import (
 	"fmt"
@@ -7,9 +7,11 @@ import (
 	"github.com/eddy-stream/eddy/abi"
 )
 
-// The Wasm side of the ABI: exports the host calls and imports the guest
-// calls. Everything else in the package is plain Go so that it can be
-// tested natively (see host_other.go).
+// The Wasm side of the version 1 ABI: exports the host calls and imports
+// the guest calls. Everything else in the package is plain Go so that it
+// can be tested natively (see host_other.go). //go:wasmexport works in any
+// package linked into the module, so importing package eddy (which imports
+// this one) is what defines these exports.
 
 //go:wasmimport eddy emit
 func emitImport(ptr unsafe.Pointer, n uint32)
@@ -42,7 +44,7 @@ const minInput = 64 << 10
 const maxInput = 1 << 30
 
 //go:wasmexport eddy_abi_version
-func exportABIVersion() int32 { return abi.Version }
+func exportABIVersion() int32 { return Version }
 
 // Allocation failures in Go are fatal (they trap) rather than returning 0,
 // so only sizes beyond maxInput get the ABI's 0.
@@ -63,43 +65,40 @@ func exportAlloc(size uint32) uint32 {
 	return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(input))))
 }
 
-// inputSpan returns the part of the eddy_alloc buffer at [ptr, ptr+n). The
-// host must pass a range of that buffer; checking it means the guest never
-// builds a slice over memory it does not own.
-func inputSpan(ptr, n uint32) ([]byte, bool) {
-	if len(input) == 0 {
-		return nil, false
+// InputSpan returns the part of the eddy_alloc buffer at [ptr, ptr+n). When
+// the host passed a range outside it, InputSpan fails the current call and
+// returns false: the caller returns abi.StatusError. Checking means the
+// guest never builds a slice over memory it does not own.
+func InputSpan(what string, ptr, n uint32) ([]byte, bool) {
+	if len(input) != 0 {
+		base := uint32(uintptr(unsafe.Pointer(unsafe.SliceData(input))))
+		if ptr >= base && uint64(ptr-base)+uint64(n) <= uint64(len(input)) {
+			off := ptr - base
+			return input[off : off+n : off+n], true
+		}
 	}
-	base := uint32(uintptr(unsafe.Pointer(unsafe.SliceData(input))))
-	if ptr < base || uint64(ptr-base)+uint64(n) > uint64(len(input)) {
-		return nil, false
-	}
-	off := ptr - base
-	return input[off : off+n : off+n], true
-}
-
-func outsideInput(what string, ptr, n uint32) int32 {
-	return fail(fmt.Sprintf("eddy: %s [%d, %d) is not inside the buffer returned by eddy_alloc",
+	fail(fmt.Sprintf("eddy: %s [%d, %d) is not inside the buffer returned by eddy_alloc",
 		what, ptr, uint64(ptr)+uint64(n)))
+	return nil, false
 }
 
 //go:wasmexport eddy_open
 func exportOpen(ptr, n uint32) int32 {
-	config, ok := inputSpan(ptr, n)
+	config, ok := InputSpan("config", ptr, n)
 	if !ok {
-		return outsideInput("config", ptr, n)
+		return abi.StatusError
 	}
-	return guestOpen(config)
+	return Open(config)
 }
 
 //go:wasmexport eddy_process
 func exportProcess(ptr, n uint32) int32 {
-	batch, ok := inputSpan(ptr, n)
+	batch, ok := InputSpan("batch", ptr, n)
 	if !ok {
-		return outsideInput("batch", ptr, n)
+		return abi.StatusError
 	}
-	return guestProcess(batch)
+	return Process(batch)
 }
 
 //go:wasmexport eddy_close
-func exportClose() int32 { return guestClose() }
+func exportClose() int32 { return Close() }

@@ -2,7 +2,7 @@
 
 // The fake host below replaces the wasm imports, so these tests run natively.
 
-package eddy
+package guest
 
 import (
 	"bytes"
@@ -18,34 +18,52 @@ import (
 // does and keeps copies, since the guest reuses its buffer at once.
 type recorder struct {
 	t        *testing.T
-	records  []Record
+	records  []abi.Record
 	sizes    []int // bytes of each emitted batch
 	counts   []int // records of each emitted batch
 	failures []string
 	logs     []string
 }
 
-func (h *recorder) emit(batch []byte) {
+func (h *recorder) Emit(batch []byte) {
 	recs, err := abi.DecodeBatch(batch, nil)
 	if err != nil {
 		h.t.Fatalf("emitted batch does not decode: %v", err)
 	}
 	for _, r := range recs {
-		h.records = append(h.records, Record{Key: bytes.Clone(r.Key), Value: bytes.Clone(r.Value), Timestamp: r.Timestamp, Headers: r.Headers})
+		h.records = append(h.records, abi.Record{Key: bytes.Clone(r.Key), Value: bytes.Clone(r.Value), Timestamp: r.Timestamp, Headers: r.Headers})
 	}
 	h.sizes = append(h.sizes, len(batch))
 	h.counts = append(h.counts, len(recs))
 }
 
-func (h *recorder) log(level int32, msg string) { h.logs = append(h.logs, msg) }
-func (h *recorder) fail(msg string)             { h.failures = append(h.failures, msg) }
+func (h *recorder) Log(level int32, msg string) { h.logs = append(h.logs, msg) }
+func (h *recorder) Fail(msg string)             { h.failures = append(h.failures, msg) }
+
+// The names of package eddy's API, which these tests were written against.
+type (
+	Record = abi.Record
+	Header = abi.Header
+)
+
+const NoTimestamp = abi.NoTimestamp
+
+type funcOperator func(r *Record) error
+
+func (f funcOperator) Open([]byte) error       { return nil }
+func (f funcOperator) Process(r *Record) error { return f(r) }
+func (f funcOperator) Close() error            { return nil }
+
+func Func(fn func(r *Record) error) Operator { return funcOperator(fn) }
+
+func emitKV(key, value []byte, timestamp int64) {
+	Emit(&Record{Key: key, Value: value, Timestamp: timestamp})
+}
 
 // install makes op the registered operator and h the host for one test.
 func install(t *testing.T, op Operator) *recorder {
 	h := &recorder{t: t}
-	testHost, registered = h, op
-	out.Reset(outBuf[:])
-	t.Cleanup(func() { testHost, registered = nil, nil })
+	t.Cleanup(SetTestHost(h, op))
 	return h
 }
 
@@ -75,7 +93,7 @@ func (o *operator) Close() error {
 }
 
 func echo(r *Record) error {
-	Emit(*r)
+	Emit(r)
 	return nil
 }
 
@@ -88,7 +106,7 @@ func TestProcessEmitsInOrder(t *testing.T) {
 		{Value: []byte("no key"), Timestamp: NoTimestamp, Headers: []Header{{Key: "h", Value: []byte("x")}}},
 		{},
 	}
-	if st := guestProcess(batchOf(in...)); st != abi.StatusOK {
+	if st := Process(batchOf(in...)); st != abi.StatusOK {
 		t.Fatalf("status %d: %v", st, h.failures)
 	}
 	if len(h.counts) != 1 || h.counts[0] != len(in) {
@@ -100,14 +118,14 @@ func TestProcessEmitsInOrder(t *testing.T) {
 			t.Errorf("record %d = %+v, want %+v", i, g, w)
 		}
 	}
-	if st := guestProcess(batchOf()); st != abi.StatusOK || len(h.counts) != 1 {
+	if st := Process(batchOf()); st != abi.StatusOK || len(h.counts) != 1 {
 		t.Errorf("an empty batch: status %d, %d emits", st, len(h.counts))
 	}
 }
 
 func TestFlushesAndLargeRecords(t *testing.T) {
 	h := install(t, Func(func(r *Record) error {
-		EmitKV(r.Key, r.Value, r.Timestamp)
+		emitKV(r.Key, r.Value, r.Timestamp)
 		return nil
 	}))
 	var in []Record
@@ -118,7 +136,7 @@ func TestFlushesAndLargeRecords(t *testing.T) {
 		}
 		in = append(in, Record{Key: []byte(fmt.Sprint(i)), Value: v, Timestamp: int64(i)})
 	}
-	if st := guestProcess(batchOf(in...)); st != abi.StatusOK {
+	if st := Process(batchOf(in...)); st != abi.StatusOK {
 		t.Fatalf("status %d: %v", st, h.failures)
 	}
 	if len(h.records) != len(in) {
@@ -152,20 +170,20 @@ func TestFailures(t *testing.T) {
 		call func() int32
 		want string
 	}{
-		{"process error", &operator{process: func(r *Record) error { Emit(*r); return boom }},
-			func() int32 { return guestProcess(batchOf(Record{Value: []byte("x")})) }, "boom: bad record"},
+		{"process error", &operator{process: func(r *Record) error { Emit(r); return boom }},
+			func() int32 { return Process(batchOf(Record{Value: []byte("x")})) }, "boom: bad record"},
 		{"process panic", &operator{process: func(r *Record) error { panic("kaput") }},
-			func() int32 { return guestProcess(batchOf(Record{})) }, "panic: kaput"},
+			func() int32 { return Process(batchOf(Record{})) }, "panic: kaput"},
 		{"nil dereference", &operator{process: func(r *Record) error { var p *Record; _ = p.Key; return nil }},
-			func() int32 { return guestProcess(batchOf(Record{})) }, "panic: runtime error: invalid memory address or nil pointer dereference"},
+			func() int32 { return Process(batchOf(Record{})) }, "panic: runtime error: invalid memory address or nil pointer dereference"},
 		{"open error", &operator{open: func([]byte) error { return boom }},
-			func() int32 { return guestOpen([]byte("{}")) }, "boom: bad record"},
-		{"emit in open", &operator{open: func([]byte) error { EmitKV(nil, nil, 0); return nil }},
-			func() int32 { return guestOpen([]byte("{}")) }, "panic: eddy: Emit called outside Process and Close"},
-		{"close error", &operator{close: func() error { EmitKV(nil, []byte("x"), 0); return boom }},
-			guestClose, "boom: bad record"},
+			func() int32 { return Open([]byte("{}")) }, "boom: bad record"},
+		{"emit in open", &operator{open: func([]byte) error { emitKV(nil, nil, 0); return nil }},
+			func() int32 { return Open([]byte("{}")) }, "panic: eddy: Emit called outside Process and Close"},
+		{"close error", &operator{close: func() error { emitKV(nil, []byte("x"), 0); return boom }},
+			Close, "boom: bad record"},
 		{"malformed batch", &operator{process: echo},
-			func() int32 { return guestProcess([]byte("EDB1")) }, "eddy: input batch: abi: malformed batch: 4 bytes is shorter than the 8-byte header"},
+			func() int32 { return Process([]byte("EDB1")) }, "eddy: input batch: abi: malformed batch: 4 bytes is shorter than the 8-byte header"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -184,7 +202,7 @@ func TestFailures(t *testing.T) {
 			}
 			// A later call starts clean: nothing from the failed one leaks.
 			registered = Func(echo)
-			if st := guestProcess(batchOf(Record{Value: []byte("next")})); st != abi.StatusOK ||
+			if st := Process(batchOf(Record{Value: []byte("next")})); st != abi.StatusOK ||
 				len(h.records) != 1 || string(h.records[0].Value) != "next" {
 				t.Fatalf("after the failure: status %d, records %v", st, h.records)
 			}
@@ -194,28 +212,28 @@ func TestFailures(t *testing.T) {
 
 func TestNoOperator(t *testing.T) {
 	h := install(t, nil)
-	for _, call := range []func() int32{func() int32 { return guestOpen(nil) }, func() int32 { return guestProcess(batchOf()) }, guestClose} {
+	for _, call := range []func() int32{func() int32 { return Open(nil) }, func() int32 { return Process(batchOf()) }, Close} {
 		if st := call(); st != abi.StatusError {
 			t.Errorf("status %d without an operator", st)
 		}
 	}
-	if len(h.failures) != 3 || h.failures[0] != errNoOperator {
+	if len(h.failures) != 3 || h.failures[0] != ErrNoOperator {
 		t.Errorf("failures %q", h.failures)
 	}
 }
 
 func TestOpenOwnsConfigAndCloseFlushes(t *testing.T) {
-	op := &operator{close: func() error { EmitKV([]byte("k"), []byte("last"), 7); return nil }}
+	op := &operator{close: func() error { emitKV([]byte("k"), []byte("last"), 7); return nil }}
 	h := install(t, op)
 	config := []byte(`{"a": 1}`)
-	if st := guestOpen(config); st != abi.StatusOK {
+	if st := Open(config); st != abi.StatusOK {
 		t.Fatal(h.failures)
 	}
 	copy(config, "XXXXXXXX") // the host reuses the buffer for the first batch
 	if string(op.config) != `{"a": 1}` {
 		t.Errorf("Open's config changed to %q with the host's buffer", op.config)
 	}
-	if st := guestClose(); st != abi.StatusOK || len(h.records) != 1 || string(h.records[0].Value) != "last" {
+	if st := Close(); st != abi.StatusOK || len(h.records) != 1 || string(h.records[0].Value) != "last" {
 		t.Errorf("Close: status %d, records %v", st, h.records)
 	}
 }
@@ -232,8 +250,8 @@ func TestRegisterTwicePanics(t *testing.T) {
 
 func TestProcessNoAllocations(t *testing.T) {
 	install(t, Func(func(r *Record) error {
-		Emit(Record{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
-		EmitKV(r.Key, r.Value, r.Timestamp)
+		Emit(&Record{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp})
+		emitKV(r.Key, r.Value, r.Timestamp)
 		return nil
 	}))
 	var in []Record
@@ -242,14 +260,14 @@ func TestProcessNoAllocations(t *testing.T) {
 	}
 	batch := batchOf(in...)
 	testHost = nopHost{}
-	guestProcess(batch) // size the decode slice once
-	if n := testing.AllocsPerRun(50, func() { guestProcess(batch) }); n != 0 {
+	Process(batch) // size the decode slice once
+	if n := testing.AllocsPerRun(50, func() { Process(batch) }); n != 0 {
 		t.Errorf("%v allocations per batch", n)
 	}
 }
 
 type nopHost struct{}
 
-func (nopHost) emit([]byte)       {}
-func (nopHost) log(int32, string) {}
-func (nopHost) fail(string)       {}
+func (nopHost) Emit([]byte)       {}
+func (nopHost) Log(int32, string) {}
+func (nopHost) Fail(string)       {}

@@ -1,0 +1,234 @@
+// Package guest is the runtime of the Go guest SDK: the registered
+// operator, the eddy_alloc input buffer, the output buffer behind Emit, the
+// batch loop with its error and panic handling, the current key, and the
+// ABI version the module reports.
+//
+// It is shared by the two public packages: eddy (the operator API, ABI
+// version 1) and keyed (keyed state and timers, ABI version 2). It exists so
+// that keyed can reuse the batch loop without eddy exporting it; operator
+// authors never import it.
+package guest
+
+import (
+	"fmt"
+	"runtime/debug"
+
+	"github.com/eddy-stream/eddy/abi"
+)
+
+// Operator is what package eddy registers; it mirrors eddy.Operator.
+type Operator interface {
+	Open(config []byte) error
+	Process(r *abi.Record) error
+	Close() error
+}
+
+// Version is what eddy_abi_version returns: 1, unless package keyed is
+// linked into the module, whose init sets 2 (the host calls
+// eddy_abi_version after _initialize, which runs every package's init). A
+// module therefore declares version 2 exactly when it can use the
+// version 2 imports. It does not use abi.Version, which names the newest
+// version the host knows, not the one this module needs.
+var Version int32 = 1
+
+// OutputBufferSize is the size of the buffer Emit collects records in.
+const OutputBufferSize = 64 << 10
+
+// The guest's state. Everything handed to the host lives in package-level
+// variables so that the garbage collector never frees memory the host is
+// about to read; the host calls the module from one goroutine, so nothing
+// here needs locking.
+var (
+	registered Operator
+
+	// outBuf is the output batch: entries from the front, data from the
+	// back (abi.Writer), handed to the host as a whole.
+	outBuf [OutputBufferSize]byte
+	out    = newOutput()
+	// spill holds a record larger than outBuf while the host reads it.
+	spill []byte
+
+	// records is reused across batches to decode without allocating.
+	records []abi.Record
+
+	// emitting is true while Emit may hand batches to the host: the ABI
+	// allows emit only during eddy_process, eddy_on_timer and eddy_close.
+	emitting bool
+
+	// opening is true during eddy_open, the only call in which state may
+	// be declared.
+	opening bool
+	// beforeOpen runs at the start of eddy_open (package keyed declares
+	// the states created by init functions there).
+	beforeOpen func()
+
+	// key is the key of the record being processed or of the timer
+	// firing; hasKey is false outside those calls.
+	key    []byte
+	hasKey bool
+)
+
+func newOutput() abi.Writer {
+	var w abi.Writer
+	w.Reset(outBuf[:])
+	return w
+}
+
+// Register makes op the module's operator; see eddy.Register.
+func Register(op Operator) {
+	if op == nil {
+		panic("eddy: Register(nil)")
+	}
+	if registered != nil {
+		panic("eddy: Register called more than once")
+	}
+	registered = op
+}
+
+// Registered returns the registered operator, or nil.
+func Registered() Operator { return registered }
+
+// OnOpen makes fn run at the start of every eddy_open call, before the
+// operator's Open.
+func OnOpen(fn func()) { beforeOpen = fn }
+
+// Opening reports whether eddy_open is in progress.
+func Opening() bool { return opening }
+
+// CurrentKey returns the key of the record being processed or of the timer
+// firing, and false outside Process and OnTimer. The key aliases the batch:
+// it is valid until that call returns.
+func CurrentKey() ([]byte, bool) { return key, hasKey }
+
+// Emit sends r downstream; see eddy.Emit.
+func Emit(r *abi.Record) {
+	if !emitting {
+		panic("eddy: Emit called outside Process and Close")
+	}
+	if out.Append(r) {
+		return
+	}
+	flush()
+	if out.Append(r) {
+		return
+	}
+	// Larger than the whole output buffer: hand it over alone, after the
+	// records before it so that order is kept.
+	spill = make([]byte, abi.HeaderSize+abi.RecordSize(r))
+	var w abi.Writer
+	w.Reset(spill)
+	w.Append(r)
+	hostEmit(w.Bytes())
+	spill = nil // a rare giant record should not pin its memory
+}
+
+// Log writes msg to the task log.
+func Log(level int32, msg string) { hostLog(level, msg) }
+
+func flush() {
+	if out.Len() == 0 {
+		return
+	}
+	hostEmit(out.Bytes())
+	out.Reset(outBuf[:])
+}
+
+// fail reports msg to the host as the reason of the current call's failure
+// and returns the status that goes with it. Output not yet handed over is
+// dropped: the task is failing, and it must not leak into a later call.
+func fail(msg string) int32 {
+	out.Reset(outBuf[:])
+	hostFail(msg)
+	return abi.StatusError
+}
+
+// recovered turns a panic in operator code into a failed call, with the
+// stack in the task log and one line as the error.
+func recovered(p any) int32 {
+	hostLog(abi.LogError, fmt.Sprintf("panic: %v\n%s", p, debug.Stack()))
+	return fail(fmt.Sprintf("panic: %v", p))
+}
+
+// ErrNoOperator is the failure of every call when no operator is registered.
+const ErrNoOperator = "eddy: no operator registered: call eddy.Register from an init function (main never runs in a c-shared module)"
+
+// Open implements eddy_open on the configuration bytes.
+func Open(config []byte) (status int32) {
+	if registered == nil {
+		return fail(ErrNoOperator)
+	}
+	opening = true
+	defer func() {
+		opening = false
+		if p := recover(); p != nil {
+			status = recovered(p)
+		}
+	}()
+	if beforeOpen != nil {
+		beforeOpen()
+	}
+	// The host overwrites the configuration with the first batch.
+	own := append([]byte(nil), config...)
+	if err := registered.Open(own); err != nil {
+		return fail(err.Error())
+	}
+	return abi.StatusOK
+}
+
+// process is a method value made once, so that Process does not allocate.
+var process = func(r *abi.Record) error { return registered.Process(r) }
+
+// Process implements eddy_process on one input batch.
+func Process(batch []byte) int32 { return RunBatch(batch, "input batch", process) }
+
+// RunBatch decodes batch and calls each for every record, in order, with
+// the record's key as the current key and Emit allowed; it flushes the
+// output at the end. An error or a panic fails the call. It implements
+// eddy_process and, for package keyed, eddy_on_timer.
+func RunBatch(batch []byte, what string, each func(r *abi.Record) error) (status int32) {
+	if registered == nil {
+		return fail(ErrNoOperator)
+	}
+	recs, err := abi.DecodeBatch(batch, records[:0])
+	records = recs[:0]
+	if err != nil {
+		return fail("eddy: " + what + ": " + err.Error())
+	}
+	// One deferred recover per batch, not per record: a panic fails the
+	// task anyway, so where in the batch it happened does not matter.
+	emitting = true
+	defer func() {
+		emitting, key, hasKey = false, nil, false
+		if p := recover(); p != nil {
+			status = recovered(p)
+		}
+	}()
+	hasKey = true
+	for i := range recs {
+		key = recs[i].Key
+		if err := each(&recs[i]); err != nil {
+			return fail(err.Error())
+		}
+	}
+	flush()
+	return abi.StatusOK
+}
+
+// Close implements eddy_close.
+func Close() (status int32) {
+	if registered == nil {
+		return fail(ErrNoOperator)
+	}
+	emitting = true
+	defer func() {
+		emitting = false
+		if p := recover(); p != nil {
+			status = recovered(p)
+		}
+	}()
+	if err := registered.Close(); err != nil {
+		return fail(err.Error())
+	}
+	flush()
+	return abi.StatusOK
+}
