@@ -37,7 +37,7 @@ udfs:
 
 ## bench: Go benchmarks and the pipeline harness; prints figures.
 bench: build
-	$(GO) test -run '^$$' -bench . -benchtime 2s ./abi/ ./host/ ./connectors/
+	$(GO) test -run '^$$' -bench . -benchtime 2s ./abi/ ./host/... ./connectors/ ./state/ ./dataflow/window/
 	$(GO) run ./cmd/eddy-bench
 
 clean:
