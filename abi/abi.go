@@ -12,12 +12,13 @@
 // Wasm boundary.
 package abi
 
-// Version is the ABI version this package describes. A module declares the
-// version it was built against by exporting ExportABIVersion.
-const Version = 1
+// Version is the newest ABI version this package describes. A module
+// declares the version it was built against by exporting ExportABIVersion;
+// version 2 adds keyed state, timers and time (ABI.md, "Version 2").
+const Version = 2
 
 // SupportedVersions lists every ABI version the host accepts.
-var SupportedVersions = []uint32{1}
+var SupportedVersions = []uint32{1, 2}
 
 // ImportModule is the Wasm import module name of every Eddy host function.
 const ImportModule = "eddy"
@@ -37,6 +38,9 @@ const (
 	// ExportInitialize is the optional reactor initializer emitted by
 	// wasi-libc and the Go toolchain; the host calls it once before anything else.
 	ExportInitialize = "_initialize" // () -> ()
+	// ExportOnTimer (version 2) receives the timers that fired, as a batch;
+	// optional, but required of a module that imports ImportTimerRegister.
+	ExportOnTimer = "eddy_on_timer" // (batch_ptr i32, batch_len i32) -> status i32
 )
 
 // Imports in module ImportModule that the host provides.
@@ -45,6 +49,47 @@ const (
 	ImportLog  = "log"  // (level i32, ptr i32, len i32) -> ()
 	ImportFail = "fail" // (ptr i32, len i32) -> ()
 )
+
+// Imports added by version 2: keyed state, timers and time. Only a module
+// that declares version 2 or later may import them (see ImportVersion).
+const (
+	ImportStateDeclare    = "state_declare"     // (kind i32, name_ptr i32, name_len i32, ttl_ms i64) -> id i32
+	ImportStateGet        = "state_get"         // (id, key_ptr, key_len, dst_ptr, dst_cap i32) -> len i32
+	ImportStatePut        = "state_put"         // (id, key_ptr, key_len, val_ptr, val_len i32) -> ()
+	ImportStateClear      = "state_clear"       // (id, key_ptr, key_len i32) -> ()
+	ImportStateAppend     = "state_append"      // (id, key_ptr, key_len, val_ptr, val_len i32) -> ()
+	ImportStateList       = "state_list"        // (id, key_ptr, key_len, dst_ptr, dst_cap i32) -> len i32
+	ImportStateMapGet     = "state_map_get"     // (id, key_ptr, key_len, uk_ptr, uk_len, dst_ptr, dst_cap i32) -> len i32
+	ImportStateMapPut     = "state_map_put"     // (id, key_ptr, key_len, uk_ptr, uk_len, val_ptr, val_len i32) -> ()
+	ImportStateMapDelete  = "state_map_delete"  // (id, key_ptr, key_len, uk_ptr, uk_len i32) -> ()
+	ImportStateMapEntries = "state_map_entries" // (id, key_ptr, key_len, dst_ptr, dst_cap i32) -> len i32
+	ImportTimerRegister   = "timer_register"    // (kind i32, key_ptr i32, key_len i32, ts i64) -> ()
+	ImportTimerDelete     = "timer_delete"      // (kind i32, key_ptr i32, key_len i32, ts i64) -> ()
+	ImportWatermark       = "current_watermark" // () -> i64
+	ImportProcessingTime  = "processing_time"   // () -> i64
+)
+
+// State kinds, the kind argument of ImportStateDeclare.
+const (
+	StateValue = 0
+	StateList  = 1
+	StateMap   = 2
+)
+
+// Timer kinds: the kind argument of ImportTimerRegister and
+// ImportTimerDelete, and the one-byte value of a fired timer's record.
+const (
+	TimerEventTime      = 0
+	TimerProcessingTime = 1
+)
+
+// StateAbsent is what the state reads return for a missing value, an empty
+// list or an empty map.
+const StateAbsent = -1
+
+// NoWatermark is what ImportWatermark returns before the task's first
+// watermark.
+const NoWatermark int64 = -1 << 63
 
 // ValType is a Wasm value type as it appears in a signature.
 type ValType byte
@@ -74,13 +119,56 @@ var RequiredExports = map[string]Signature{
 // OptionalExports may be exported; if they are, the signature must match.
 var OptionalExports = map[string]Signature{
 	ExportInitialize: {},
+	ExportOnTimer:    {Params: []ValType{I32, I32}, Results: []ValType{I32}},
 }
 
-// HostImports are the functions of module ImportModule a module may import.
+// HostImports are the functions of module ImportModule a module may import,
+// of every supported version; ImportVersion says which version each needs.
 var HostImports = map[string]Signature{
 	ImportEmit: {Params: []ValType{I32, I32}},
 	ImportLog:  {Params: []ValType{I32, I32, I32}},
 	ImportFail: {Params: []ValType{I32, I32}},
+
+	ImportStateDeclare:    {Params: []ValType{I32, I32, I32, I64}, Results: []ValType{I32}},
+	ImportStateGet:        {Params: []ValType{I32, I32, I32, I32, I32}, Results: []ValType{I32}},
+	ImportStatePut:        {Params: []ValType{I32, I32, I32, I32, I32}},
+	ImportStateClear:      {Params: []ValType{I32, I32, I32}},
+	ImportStateAppend:     {Params: []ValType{I32, I32, I32, I32, I32}},
+	ImportStateList:       {Params: []ValType{I32, I32, I32, I32, I32}, Results: []ValType{I32}},
+	ImportStateMapGet:     {Params: []ValType{I32, I32, I32, I32, I32, I32, I32}, Results: []ValType{I32}},
+	ImportStateMapPut:     {Params: []ValType{I32, I32, I32, I32, I32, I32, I32}},
+	ImportStateMapDelete:  {Params: []ValType{I32, I32, I32, I32, I32}},
+	ImportStateMapEntries: {Params: []ValType{I32, I32, I32, I32, I32}, Results: []ValType{I32}},
+	ImportTimerRegister:   {Params: []ValType{I32, I32, I32, I64}},
+	ImportTimerDelete:     {Params: []ValType{I32, I32, I32, I64}},
+	ImportWatermark:       {Results: []ValType{I64}},
+	ImportProcessingTime:  {Results: []ValType{I64}},
+}
+
+// ImportVersion returns the ABI version that introduced the host import
+// name, which is the least version a module importing it must declare; 0
+// for a name that is not a host import.
+func ImportVersion(name string) uint32 { return importVersions[name] }
+
+var importVersions = map[string]uint32{
+	ImportEmit: 1,
+	ImportLog:  1,
+	ImportFail: 1,
+
+	ImportStateDeclare:    2,
+	ImportStateGet:        2,
+	ImportStatePut:        2,
+	ImportStateClear:      2,
+	ImportStateAppend:     2,
+	ImportStateList:       2,
+	ImportStateMapGet:     2,
+	ImportStateMapPut:     2,
+	ImportStateMapDelete:  2,
+	ImportStateMapEntries: 2,
+	ImportTimerRegister:   2,
+	ImportTimerDelete:     2,
+	ImportWatermark:       2,
+	ImportProcessingTime:  2,
 }
 
 // Status codes returned by eddy_open, eddy_process and eddy_close.

@@ -2,9 +2,12 @@ package dataflow
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
+	"github.com/eddy-stream/eddy/abi"
 	"github.com/eddy-stream/eddy/host"
+	"github.com/eddy-stream/eddy/state"
 )
 
 // newOperator builds the operator of a wasm (or built-in) vertex.
@@ -15,7 +18,11 @@ func (j *Job) newOperator(v *vertex) (Operator, error) {
 		if native, ok := j.opts.NativeOperators[n.Wasm.Module]; ok {
 			return native(), nil
 		}
-		return &wasmOperator{module: j.modules[n.Wasm.Module], config: j.configs[v]}, nil
+		w := &wasmOperator{module: j.modules[n.Wasm.Module], config: j.configs[v]}
+		if n.KeyBy != "" {
+			return &keyedWasmOperator{wasmOperator: w, timers: w.module.HasOnTimer()}, nil
+		}
+		return w, nil
 	case n.Window != nil:
 		if j.opts.WindowOperator == nil {
 			return nil, fmt.Errorf("windows are not available in this build")
@@ -45,7 +52,10 @@ type wasmOperator struct {
 }
 
 func (w *wasmOperator) Open(ctx context.Context, info TaskInfo) error {
-	inst, err := w.module.NewInstance(ctx, host.InstanceConfig{Name: fmt.Sprintf("%s/%s[%d]", info.Job, info.Node, info.Subtask)})
+	inst, err := w.module.NewInstance(ctx, host.InstanceConfig{
+		Name:  fmt.Sprintf("%s/%s[%d]", info.Job, info.Node, info.Subtask),
+		State: info.State,
+	})
 	if err != nil {
 		return err
 	}
@@ -71,4 +81,102 @@ func (w *wasmOperator) Close() error {
 		return nil
 	}
 	return w.inst.Close()
+}
+
+// keyedWasmOperator is a Wasm operator on a keyed node: besides records, it
+// is handed the watermark (which the guest reads with current_watermark)
+// and the timers it set in the task's state store, as they become due.
+type keyedWasmOperator struct {
+	*wasmOperator
+	timers bool // the module exports eddy_on_timer; without it, it can set none
+	store  state.Store
+
+	// The batch of timers being fired, reused: keys are copied into keys
+	// (the store's are valid only during its callback), ends[i] is where
+	// the key of timer i ends.
+	keys    []byte
+	ends    []int
+	times   []int64
+	recs    []Record
+	collect func(state.Timer) error
+}
+
+var (
+	_ WatermarkOperator      = (*keyedWasmOperator)(nil)
+	_ ProcessingTimeOperator = (*keyedWasmOperator)(nil)
+)
+
+// timerBatchSize is the most timers one eddy_on_timer call is handed.
+const timerBatchSize = 256
+
+// errTimerBatchFull stops PopTimers once a batch is full; the timers after
+// it stay set, and the next PopTimers hands them over.
+var errTimerBatchFull = errors.New("dataflow: timer batch full")
+
+// Timer kinds as the guest sees them: the value of a fired timer's record.
+var (
+	eventTimeValue      = []byte{abi.TimerEventTime}
+	processingTimeValue = []byte{abi.TimerProcessingTime}
+)
+
+func (w *keyedWasmOperator) Open(ctx context.Context, info TaskInfo) error {
+	w.store = info.State
+	w.collect = w.collectTimer
+	return w.wasmOperator.Open(ctx, info)
+}
+
+// ProcessWatermark sets the guest's watermark and fires the event-time
+// timers it makes due.
+func (w *keyedWasmOperator) ProcessWatermark(_ context.Context, wm int64, out *Batch) error {
+	w.inst.SetWatermark(wm)
+	return w.fire(state.EventTime, wm, out)
+}
+
+// OnProcessingTime fires the processing-time timers due at now.
+func (w *keyedWasmOperator) OnProcessingTime(_ context.Context, now int64, out *Batch) error {
+	return w.fire(state.ProcessingTime, now, out)
+}
+
+// fire hands the guest every timer of kind due at upTo, in batches of up to
+// timerBatchSize in the store's order (by time). Timers the guest sets
+// while handling them are fired too if they are due already, so it repeats
+// until none is.
+func (w *keyedWasmOperator) fire(kind state.TimerKind, upTo int64, out *Batch) error {
+	if !w.timers || w.store == nil {
+		return nil
+	}
+	value := eventTimeValue
+	if kind == state.ProcessingTime {
+		value = processingTimeValue
+	}
+	for {
+		w.keys, w.ends, w.times = w.keys[:0], w.ends[:0], w.times[:0]
+		err := w.store.PopTimers(kind, upTo, w.collect)
+		if err != nil && !errors.Is(err, errTimerBatchFull) {
+			return fmt.Errorf("%s timers: %w", kind, err)
+		}
+		if len(w.ends) == 0 {
+			return nil
+		}
+		w.recs = w.recs[:0]
+		start := 0
+		for i, end := range w.ends {
+			w.recs = append(w.recs, Record{Key: w.keys[start:end:end], Value: value, Timestamp: w.times[i]})
+			start = end
+		}
+		w.out = out
+		if err := w.inst.OnTimers(w.recs, w.emit); err != nil {
+			return err
+		}
+	}
+}
+
+func (w *keyedWasmOperator) collectTimer(t state.Timer) error {
+	w.keys = append(w.keys, t.Key...)
+	w.ends = append(w.ends, len(w.keys))
+	w.times = append(w.times, t.Timestamp)
+	if len(w.ends) == timerBatchSize {
+		return errTimerBatchFull
+	}
+	return nil
 }

@@ -16,6 +16,16 @@
 //	err = inst.Process(batch, func(out []abi.Record) { /* copy out */ })
 //	err = inst.Finish(func(out []abi.Record) { /* copy out */ })
 //
+// On a keyed node (ABI version 2) the task passes its state.Store in
+// InstanceConfig.State; the guest's state and timer imports then read and
+// write it under the key of the record being handled. The task moves the
+// guest's watermark with SetWatermark and hands it the timers that came due
+// with OnTimers:
+//
+//	inst, err := mod.NewInstance(ctx, host.InstanceConfig{Name: "job/alerts[0]", State: store})
+//	inst.SetWatermark(wm)
+//	err = inst.OnTimers(fired, emit) // one record per timer: key, time, kind
+//
 // The guest is untrusted. Every pointer it hands the host is bounds-checked,
 // each call has a deadline, memory is capped per instance, WASI has no
 // filesystem, network, environment or arguments, and guest output goes to
@@ -23,7 +33,8 @@
 // task with one readable error line wrapping one of the Err* sentinels; it
 // never takes the process or other tasks down.
 //
-// Package host is not for scheduling tasks, moving records between them or
-// keeping state (see dataflow and state), and it does not decide what a
-// failed task means for its job: it only reports the failure.
+// Package host is not for scheduling tasks, moving records between them,
+// storing state or deciding when timers are due (see dataflow and state),
+// and it does not decide what a failed task means for its job: it only
+// reports the failure.
 package host

@@ -75,7 +75,7 @@ func TestCompileRejectsInvalidModules(t *testing.T) {
 		{name: "eddy import with wrong signature", wasm: fixture("bad_import_sig"),
 			words: []string{`import "eddy"."emit" has signature func(i32), want func(i32, i32)`}},
 		{name: "unsupported ABI version", wasm: fixture("abi_v7"),
-			words: []string{"ABI version 7 is not supported by this host (supports 1)"}},
+			words: []string{"ABI version 7 is not supported by this host (supports 1, 2)"}},
 		{name: "no exported memory", wasm: wasmModule{funcs: abiFuncs()}.bytes(),
 			words: []string{`no exported memory "memory"`}},
 		{name: "imported memory", wasm: wasmModule{funcs: abiFuncs(), importMemory: true}.bytes(),
@@ -91,6 +91,12 @@ func TestCompileRejectsInvalidModules(t *testing.T) {
 		{name: "start function loops", is: ErrDeadline, wasm: wasmModule{exportMemory: true, start: 6, funcs: append(abiFuncs(),
 			wasmFunc{body: opInfiniteLoop})}.bytes(),
 			words: []string{"probe instance: instantiation exceeded its 200ms deadline"}},
+		{name: "_initialize loops", is: ErrDeadline, wasm: wasmModule{exportMemory: true, funcs: append(abiFuncs(),
+			wasmFunc{export: abi.ExportInitialize, body: opInfiniteLoop})}.bytes(),
+			words: []string{"probe instance: _initialize exceeded its 200ms deadline"}},
+		{name: "export name reserved for the deadline check", wasm: wasmModule{exportMemory: true, funcs: append(abiFuncs(),
+			wasmFunc{export: "eddy_interrupt"})}.bytes(),
+			words: []string{"cannot add the deadline check", `already exports "eddy_interrupt"`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
@@ -27,6 +28,7 @@ func instantiateEddyModule(ctx context.Context, r wazero.Runtime) error {
 		abi.ImportLog:  hostLog,
 		abi.ImportFail: hostFail,
 	}
+	maps.Copy(impls, keyedImports())
 	b := r.NewHostModuleBuilder(abi.ImportModule)
 	for _, name := range sortedKeys(abi.HostImports) {
 		fn, ok := impls[name]
@@ -66,9 +68,9 @@ func hostFail(ctx context.Context, mod api.Module, stack []uint64) {
 }
 
 func (i *Instance) hostEmit(mod api.Module, ptr, n uint32) {
-	if i.phase != abi.ExportProcess && i.phase != abi.ExportClose {
-		i.trapGuest(markf([]error{ErrTrap}, "%s: eddy.emit called during %s; it is only valid during %s and %s",
-			i.who, i.phase, abi.ExportProcess, abi.ExportClose))
+	if i.phase != abi.ExportProcess && i.phase != abi.ExportOnTimer && i.phase != abi.ExportClose {
+		i.trapGuest(markf([]error{ErrTrap}, "%s: eddy.emit called during %s; it is only valid during %s, %s and %s",
+			i.who, i.phase, abi.ExportProcess, abi.ExportOnTimer, abi.ExportClose))
 	}
 	// Decode straight from guest memory: the records alias it and are handed
 	// to emit, which copies what it keeps before the guest runs again.

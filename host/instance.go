@@ -6,12 +6,15 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"sync"
 	"time"
 
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/sys"
 
 	"github.com/eddy-stream/eddy/abi"
+	"github.com/eddy-stream/eddy/host/internal/interrupt"
+	"github.com/eddy-stream/eddy/state"
 )
 
 // initialBuffer is the size of the first input buffer the host asks the
@@ -27,6 +30,10 @@ type InstanceConfig struct {
 	// Logger receives the guest's log, stdout and stderr lines. Default:
 	// the engine's logger.
 	Logger *slog.Logger
+	// State is the keyed state and timers of the task (ABI version 2), used
+	// by the instance's goroutine only. nil means the node is not keyed:
+	// the guest's state and timer imports then trap.
+	State state.Store
 }
 
 // lifecycle is where an instance is in the open → process → finish order.
@@ -55,8 +62,25 @@ type Instance struct {
 	log     *guestLog
 	// ctx lives as long as the instance and carries it, so the host
 	// functions, which are shared by every instance of the engine, find the
-	// instance that called them. Each guest call derives its deadline from it.
+	// instance that called them. It is never cancelled: deadlines are the
+	// interrupt flag's business.
 	ctx context.Context
+
+	// The deadline. flag is the module's interrupt flag (package
+	// interrupt): once set, the guest traps at its next loop iteration.
+	// The timer is armed for each guest call and sets it when it fires;
+	// Engine.Close sets it too. One timer per instance, Reset and Stopped
+	// around each call, so that a call allocates nothing for its deadline.
+	flag  api.MutableGlobal
+	timer *time.Timer
+	// fired receives once the timer's function has run, for a call whose
+	// Stop came too late to wait for it.
+	fired chan struct{}
+	// interruptMu serialises interrupt, which the timer and Engine.Close
+	// may call at once.
+	interruptMu sync.Mutex
+	interrupted bool          // the flag is set: the instance is done for
+	wake        chan struct{} // closed when the flag is set: ends a guest's sleep
 
 	wmod                                api.Module
 	mem                                 api.Memory
@@ -69,13 +93,14 @@ type Instance struct {
 
 	// State of the guest call in progress, read by the host functions.
 	phase   string             // export being called, "" between calls
-	callCtx context.Context    // the call's deadline context
 	emit    func([]abi.Record) // where emitted records go
 	out     []abi.Record       // decode target reused by every emit
 	outMem  uint32             // guest memory size when out was last filled
 	failMsg string             // set by the fail import
 	hostErr error              // error a host function trapped the guest with
 	cbPanic any                // panic of the caller's emit callback, raised again after the call
+
+	keyed keyedState // ABI version 2: state, timers, watermark (keyed.go)
 
 	state  lifecycle
 	err    error // sticky: why the instance is unusable
@@ -112,29 +137,45 @@ func (m *Module) newInstance(ctx context.Context, cfg InstanceConfig, name, who 
 		who:     who,
 		timeout: e.cfg.CallTimeout,
 		stack:   make([]uint64, 4),
+		fired:   make(chan struct{}, 1),
+		wake:    make(chan struct{}),
 	}
 	i.ctx = context.WithValue(context.WithoutCancel(ctx), instanceKey{}, i)
+	i.keyed.init(cfg.State, name)
 	i.log = newGuestLog(i.ctx, logger.With(slog.String("instance", name), slog.String("module", m.name)),
 		e.cfg.LogLinesPerSecond, e.cfg.LogBurst)
 
-	// Instantiation runs the module's start function, if it has one, so it
-	// gets a deadline like any other guest code.
-	callCtx, cancel := context.WithTimeout(ctx, i.timeout)
-	callCtx = context.WithValue(callCtx, instanceKey{}, i)
-	i.phase, i.callCtx = "instantiation", callCtx
-	wmod, err := e.runtime.InstantiateModule(callCtx, m.compiled, i.moduleConfig())
-	i.phase, i.callCtx = "", nil
-	cancel()
+	// Instantiation runs no guest code: instrumenting turned the start
+	// function, if any, into an export called below under a deadline.
+	wmod, err := e.runtime.InstantiateModule(ctx, m.compiled, i.moduleConfig())
 	if err != nil {
 		i.log.close()
-		return nil, i.callError("instantiation", callCtx, err)
+		return nil, i.callError("instantiation", err, false)
 	}
-	i.wmod = wmod
+	flag, ok := wmod.ExportedGlobal(interrupt.ExportName).(api.MutableGlobal)
+	if !ok { // cannot happen to an instrumented module
+		_ = wmod.Close(context.Background())
+		i.log.close()
+		return nil, markf([]error{ErrInvalidModule}, "%s: the module has no interrupt flag %q", who, interrupt.ExportName)
+	}
+	i.wmod, i.flag = wmod, flag
+	i.timer = time.AfterFunc(time.Hour, i.expire)
+	i.timer.Stop()
+	if !e.register(i) {
+		i.Close()
+		return nil, markf([]error{ErrClosed}, "module %s: engine is closed", m.name)
+	}
 	i.mem = wmod.ExportedMemory(abi.ExportMemory)
 	i.fnAlloc = wmod.ExportedFunction(abi.ExportAlloc)
 	i.fnOpen = wmod.ExportedFunction(abi.ExportOpen)
 	i.fnProcess = wmod.ExportedFunction(abi.ExportProcess)
 	i.fnClose = wmod.ExportedFunction(abi.ExportClose)
+	if m.hasStart {
+		if err := i.call("instantiation", wmod.ExportedFunction(interrupt.StartExportName), nil); err != nil {
+			i.Close()
+			return nil, err
+		}
+	}
 	if m.hasInitialize {
 		if err := i.call(abi.ExportInitialize, wmod.ExportedFunction(abi.ExportInitialize), nil); err != nil {
 			i.Close()
@@ -234,6 +275,7 @@ func (i *Instance) release() error {
 	}
 	wmod := i.wmod
 	i.wmod, i.mem, i.out = nil, nil, nil
+	i.module.engine.unregister(i)
 	if i.module.engine.closed.Load() {
 		return nil // Engine.Close released it already.
 	}
@@ -337,31 +379,66 @@ func (i *Instance) alloc(size uint32) (uint32, error) {
 // call runs one guest export with the parameters already in i.stack, under
 // the per-call deadline. A returned error has made the instance unusable.
 func (i *Instance) call(export string, fn api.Function, emit func([]abi.Record)) error {
-	ctx, cancel := context.WithTimeout(i.ctx, i.timeout)
-	i.phase, i.callCtx, i.emit = export, ctx, emit
+	e := i.module.engine
+	if !e.enter() {
+		return i.fail(markf([]error{ErrClosed}, "%s: %s: engine is closed", i.who, export))
+	}
+	defer e.leave()
+	i.phase, i.emit = export, emit
 	i.failMsg, i.hostErr = "", nil
-	err := fn.CallWithStack(ctx, i.stack)
-	i.phase, i.callCtx, i.emit = "", nil, nil
+	i.timer.Reset(i.timeout)
+	err := fn.CallWithStack(i.ctx, i.stack)
+	if !i.timer.Stop() {
+		// It fired. Wait for its function to finish, so that the flag is
+		// set by the time the instance is released.
+		<-i.fired
+	}
+	i.phase, i.emit = "", nil
 	if p := i.cbPanic; p != nil {
 		// The caller's own emit callback panicked: that is a bug on the
 		// caller's side, so it surfaces as the panic it was, after the guest
 		// (which did nothing wrong) has been unwound.
 		i.cbPanic = nil
-		cancel()
 		i.fail(markf([]error{ErrClosed}, "%s: emit callback panicked during %s", i.who, export))
 		panic(p)
 	}
-	if err == nil && ctx.Err() != nil {
+	interrupted := i.isInterrupted()
+	if err == nil && interrupted {
 		// The guest returned just as its deadline passed (e.g. a sleep cut
-		// short by the host); wazero may be closing the module concurrently,
-		// so the instance is not trusted any further.
-		err = sys.NewExitError(sys.ExitCodeDeadlineExceeded)
+		// short by the host, with no loop after it); the flag is set, so
+		// any later call would trap at once.
+		err = errors.New("interrupted")
 	}
-	cancel()
 	if err != nil {
-		return i.fail(i.callError(export, ctx, err))
+		return i.fail(i.callError(export, err, interrupted))
 	}
 	return nil
+}
+
+// expire is the timer's function: the call in progress ran out of time.
+func (i *Instance) expire() {
+	i.interrupt()
+	i.fired <- struct{}{}
+}
+
+// interrupt sets the guest's interrupt flag, so that it traps at its next
+// loop iteration, and ends any sleep it is in. The instance cannot run
+// guest code again.
+func (i *Instance) interrupt() {
+	i.interruptMu.Lock()
+	defer i.interruptMu.Unlock()
+	if i.interrupted {
+		return
+	}
+	i.interrupted = true
+	i.flag.Set(1)
+	close(i.wake)
+}
+
+func (i *Instance) isInterrupted() bool {
+	i.interruptMu.Lock()
+	defer i.interruptMu.Unlock()
+	return i.interrupted
 }
 
 // fail makes the instance unusable with err and releases its memory now,
@@ -373,8 +450,9 @@ func (i *Instance) fail(err error) error {
 }
 
 // callError turns what a guest call returned into one line wrapping the
-// right sentinel.
-func (i *Instance) callError(export string, ctx context.Context, err error) error {
+// right sentinel. interrupted says the interrupt flag was set: the guest's
+// trap, if it trapped, was the flag's doing.
+func (i *Instance) callError(export string, err error, interrupted bool) error {
 	if i.hostErr != nil {
 		// A host function trapped the guest and already said why.
 		return i.hostErr
@@ -382,19 +460,12 @@ func (i *Instance) callError(export string, ctx context.Context, err error) erro
 	if i.module.engine.closed.Load() {
 		return markf([]error{ErrClosed}, "%s: %s: engine is closed", i.who, export)
 	}
+	if interrupted {
+		return markf([]error{ErrDeadline}, "%s: %s exceeded its %s deadline", i.who, export, i.timeout)
+	}
 	var exit *sys.ExitError
 	if errors.As(err, &exit) {
-		switch exit.ExitCode() {
-		case sys.ExitCodeDeadlineExceeded:
-			return markf([]error{ErrDeadline}, "%s: %s exceeded its %s deadline", i.who, export, i.timeout)
-		case sys.ExitCodeContextCanceled:
-			return markf([]error{context.Canceled}, "%s: %s was cancelled", i.who, export)
-		default:
-			return markf([]error{ErrExited}, "%s: %s: module exited with code %d", i.who, export, exit.ExitCode())
-		}
-	}
-	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
-		return markf([]error{ErrDeadline}, "%s: %s exceeded its %s deadline", i.who, export, i.timeout)
+		return markf([]error{ErrExited}, "%s: %s: module exited with code %d", i.who, export, exit.ExitCode())
 	}
 	msg := firstLine(err.Error())
 	if i.nearMemoryLimit() {

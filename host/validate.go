@@ -11,6 +11,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/eddy-stream/eddy/abi"
+	"github.com/eddy-stream/eddy/host/internal/interrupt"
 )
 
 // wasmMagic starts every Wasm binary; checked first so that a wrong file
@@ -33,10 +34,15 @@ func (m *Module) validate(ctx context.Context) error {
 	var problems []string
 	problems = append(problems, m.checkExports()...)
 	problems = append(problems, m.checkImports()...)
+	problems = append(problems, m.checkTimerExport()...)
 	if len(problems) > 0 {
 		return markf([]error{ErrInvalidModule}, "module %s: %s", m.name, strings.Join(problems, "; "))
 	}
-	return m.probe(ctx)
+	if err := m.probe(ctx); err != nil {
+		return err
+	}
+	// Which imports are allowed depends on the version the probe read.
+	return m.checkImportVersions()
 }
 
 func (m *Module) checkExports() []string {
@@ -65,6 +71,10 @@ func (m *Module) checkExports() []string {
 			m.hasInitialize = true
 		}
 	}
+
+	// wazero validated the start function's type (func()) on the
+	// original module.
+	_, m.hasStart = funcs[interrupt.StartExportName]
 
 	mem, ok := m.compiled.ExportedMemories()[abi.ExportMemory]
 	if !ok {

@@ -26,22 +26,18 @@ func (i *Instance) moduleConfig() wazero.ModuleConfig {
 }
 
 // nanosleep replaces wazero's WithSysNanosleep (a plain time.Sleep): the
-// deadline cannot interrupt a guest blocked inside a host function, so a
+// interrupt flag cannot reach a guest blocked inside a host function, so a
 // guest calling sleep(3600) would otherwise hold its task far past
-// CallTimeout. The sleep ends at the call's deadline; Instance.call then
+// CallTimeout. The sleep ends when the flag is set; Instance.call then
 // reports the deadline.
 func (i *Instance) nanosleep(ns int64) {
 	if ns <= 0 {
 		return
 	}
-	ctx := i.callCtx
-	if ctx == nil {
-		return // no guest call in progress: nothing to wait for
-	}
 	t := time.NewTimer(time.Duration(ns))
 	defer t.Stop()
 	select {
 	case <-t.C:
-	case <-ctx.Done():
+	case <-i.wake:
 	}
 }

@@ -58,10 +58,17 @@
 // # State
 //
 // Accumulators live in the task's state.Store, not in memory, so the number
-// of open windows is bounded by disk rather than RAM: a value per (key,
-// window) for fixed-size windows, a value per key (ns nil) for global
-// windows, and for sessions one value per key holding the key's open
-// sessions with their accumulators, so that merging reads and writes one
-// entry. Event-time timers in the store fire windows at end-1 and clean
-// them up at end-1+allowed_lateness; results are emitted in timer order.
+// of open windows is bounded by disk rather than RAM. Tumbling and sliding
+// windows keep one per (key, pane), a pane being the time between two
+// consecutive window boundaries (the slide when it divides the size, else
+// at most two a slide): a record reads and writes its pane only, however
+// many windows it is in, and a window merges its panes when it fires (a
+// scan of the key's panes in state, which are bucketed by time). Global
+// windows keep a value per key (ns nil), and sessions one value per key
+// holding the key's open sessions with their accumulators, so that merging
+// reads and writes one entry. Event-time timers in the store fire windows
+// at end-1 and clean them up at end-1+allowed_lateness; results are
+// emitted in timer order. A key holds the panes from its oldest window not
+// yet cleaned up to its newest record, and at most a timer per such
+// window: its state does not grow with the length of the stream.
 package window

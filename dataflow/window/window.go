@@ -13,9 +13,12 @@ import (
 )
 
 // State names, part of the savepoint format of window nodes: renaming one
-// loses the state of running jobs.
+// loses the state of running jobs. Tumbling and sliding windows kept a
+// value per window under "acc" before they kept panes; their panes have a
+// name of their own so that such a value is never read as a pane.
 const (
-	stateAcc      = "acc"      // value per (key, window): fixed-size and global windows
+	stateAcc      = "acc"      // value per key: global windows
+	statePane     = "pane"     // map per (key, bucket), entry per pane: tumbling and sliding windows
 	stateSessions = "sessions" // value per key: its open sessions
 )
 
@@ -43,6 +46,8 @@ type Operator struct {
 	kind     assignerKind
 	size     int64  // ms; fixed windows
 	slide    int64  // ms; fixed windows (= size when tumbling)
+	rem      int64  // size mod slide: where a slide's second pane starts, 0 for none
+	bucket   int64  // ms; fixed windows: the span of a bucket of panes
 	gap      int64  // ms; sessions
 	lateness int64  // ms
 	late     string // late_output port; "" drops late records
@@ -55,18 +60,28 @@ type Operator struct {
 
 	// Scratch reused across records and timers: the per-record path must
 	// not allocate.
-	acc      accum
-	ns       [16]byte
-	val      []byte // state read buffer
-	enc      []byte // state write buffer
-	json     []byte // result buffer
-	sessions []session
-	slots    []slot // backing array of the sessions' accumulators
+	acc        accum // the record's pane, or the global window
+	part       accum // a pane read while merging a window
+	win        accum // a window merged from its panes
+	ns         [16]byte
+	paneKeyBuf [8]byte
+	val        []byte // state read buffer
+	enc        []byte // state write buffer
+	json       []byte // result buffer
+	sessions   []session
+	slots      []slot     // backing array of the sessions' accumulators
+	reading    windowRead // the window readWindow is merging
+	span       []spanPane // the panes readSpan read
+	spanAccs   []accum    // their accumulators
+	// Timers set while firing, registered once PopTimers returns.
+	later     []laterTimer
+	laterKeys []byte
 
 	out *dataflow.Batch // where timers emit, during ProcessWatermark
-	// onTimer is o.fire, bound once: a method value taken at each
-	// watermark would allocate.
-	onTimer func(state.Timer) error
+	// onTimer and onPaneEntry are o.fire and o.mergeEntry, bound once: a
+	// method value taken at each use would allocate.
+	onTimer     func(state.Timer) error
+	onPaneEntry func(userKey, v []byte) error
 }
 
 // session is one open session of a key with its accumulator.
@@ -150,8 +165,14 @@ func New(spec *jobspec.Spec, n *jobspec.Node, modules map[string]*host.Module) (
 		return nil, fmt.Errorf("node %s: allowed_lateness must not be negative", n.Name)
 	}
 	o.lateness = w.AllowedLateness.D().Milliseconds()
-	o.acc.slots = make([]slot, len(aggs.list))
+	if o.kind == fixedWindows {
+		o.setPaneLayout()
+	}
+	k := len(aggs.list)
+	slots := make([]slot, 3*k)
+	o.acc.slots, o.part.slots, o.win.slots = slots[:k:k], slots[k:2*k:2*k], slots[2*k:]
 	o.onTimer = o.fire
+	o.onPaneEntry = o.mergeEntry
 	return o, nil
 }
 
@@ -213,6 +234,9 @@ func (o *Operator) ProcessWatermark(_ context.Context, wm int64, out *dataflow.B
 	o.out = out
 	err := o.store.PopTimers(state.EventTime, wm, o.onTimer)
 	o.out = nil
+	if ferr := o.flushTimers(); err == nil {
+		err = ferr
+	}
 	if err != nil {
 		return fmt.Errorf("node %s: fire windows at watermark %d: %w", o.node, wm, err)
 	}
@@ -248,7 +272,7 @@ func (o *Operator) cleanupTime(maxTs int64) int64 {
 // its cleanup time.
 func (o *Operator) isLate(maxTs int64) bool { return o.cleanupTime(maxTs) <= o.wm }
 
-// registerTimers sets the timers of a new window: firing at maxTs unless
+// registerTimers sets the timers of a new session: firing at maxTs unless
 // the watermark is past it already (then the window fires on each record
 // instead, as EventTimeTrigger.onElement), and cleanup, which is the same
 // timer when there is no allowed lateness.
@@ -274,9 +298,10 @@ func (o *Operator) deleteTimers(key, ns []byte, maxTs int64) error {
 	return nil
 }
 
-// A window's namespace (in state and timers) is its start for fixed-size
-// windows and its start and end for sessions, big-endian with the sign bit
-// flipped so that byte order is time order.
+// A namespace is, for fixed-size windows, the start of a window (timers) or
+// of a bucket of panes (state, where a pane's user key is its start), and
+// for sessions a session's start and end (state and timers); times are
+// big-endian with the sign bit flipped so that byte order is time order.
 
 func (o *Operator) fixedNS(start int64) []byte {
 	binary.BigEndian.PutUint64(o.ns[:8], uint64(start)^(1<<63))
@@ -307,46 +332,10 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// addFixed adds the current record to each of its tumbling or sliding
-// windows that is still kept and reports whether there was one.
-func (o *Operator) addFixed(r *dataflow.Record, out *dataflow.Batch) (bool, error) {
-	ts := r.Timestamp
-	kept := false
-	// As SlidingEventTimeWindows: from the latest window holding ts back to
-	// the earliest; their ends decrease, so once one is late all the rest
-	// are.
-	for start := floorDiv(ts, o.slide) * o.slide; start > ts-o.size; start -= o.slide {
-		end := start + o.size
-		maxTs := end - 1
-		if o.isLate(maxTs) {
-			break
-		}
-		kept = true
-		ns := o.fixedNS(start)
-		found, err := o.getAcc(r.Key, ns)
-		if err != nil {
-			return false, o.stateErr(r.Key, start, end, err)
-		}
-		o.acc.add(o.aggs, ts)
-		if err := o.putAcc(r.Key, ns); err != nil {
-			return false, o.stateErr(r.Key, start, end, err)
-		}
-		if !found {
-			if err := o.registerTimers(r.Key, ns, maxTs); err != nil {
-				return false, o.stateErr(r.Key, start, end, err)
-			}
-		}
-		if maxTs <= o.wm {
-			o.emit(out, r.Key, start, end, &o.acc)
-		}
-	}
-	return kept, nil
-}
-
 // addGlobal counts the record into its key's pane, firing and purging the
 // pane at the trigger count.
 func (o *Operator) addGlobal(r *dataflow.Record, out *dataflow.Batch) error {
-	if _, err := o.getAcc(r.Key, nil); err != nil {
+	if _, err := o.loadAcc(stateAcc, r.Key, nil, &o.acc); err != nil {
 		return fmt.Errorf("node %s: key %q: state: %w", o.node, r.Key, err)
 	}
 	o.acc.add(o.aggs, r.Timestamp)
@@ -357,37 +346,43 @@ func (o *Operator) addGlobal(r *dataflow.Record, out *dataflow.Batch) error {
 		}
 		return nil
 	}
-	if err := o.putAcc(r.Key, nil); err != nil {
+	if err := o.storeAcc(stateAcc, r.Key, nil, &o.acc); err != nil {
 		return fmt.Errorf("node %s: key %q: state: %w", o.node, r.Key, err)
 	}
 	return nil
 }
 
-// getAcc reads the accumulator of (key, ns) into o.acc, or resets it when
-// there is none.
-func (o *Operator) getAcc(key, ns []byte) (bool, error) {
-	v, found, err := o.store.ValueGet(stateAcc, key, ns, o.val[:0])
+// loadAcc reads the accumulator of (name, key, ns) into a, or resets a
+// when there is none.
+func (o *Operator) loadAcc(name string, key, ns []byte, a *accum) (bool, error) {
+	v, found, err := o.store.ValueGet(name, key, ns, o.val[:0])
 	o.val = v
 	if err != nil {
 		return false, err
 	}
+	return o.decodeAcc(v, found, a)
+}
+
+// decodeAcc decodes a stored accumulator into a, or resets a when there is
+// none.
+func (o *Operator) decodeAcc(v []byte, found bool, a *accum) (bool, error) {
 	if !found {
-		o.acc.reset()
+		a.reset()
 		return false, nil
 	}
 	if len(v) == 0 || v[0] != stateFormat {
 		return false, errCorrupt
 	}
-	rest, err := o.acc.decode(v[1:], o.aggs, o.kind == globalWindows)
+	rest, err := a.decode(v[1:], o.aggs, o.kind == globalWindows)
 	if err == nil && len(rest) != 0 {
 		err = errCorrupt
 	}
 	return true, err
 }
 
-func (o *Operator) putAcc(key, ns []byte) error {
-	o.enc = o.acc.encode(append(o.enc[:0], stateFormat), o.aggs, o.kind == globalWindows)
-	return o.store.ValuePut(stateAcc, key, ns, o.enc, 0)
+func (o *Operator) storeAcc(name string, key, ns []byte, a *accum) error {
+	o.enc = a.encode(append(o.enc[:0], stateFormat), o.aggs, o.kind == globalWindows)
+	return o.store.ValuePut(name, key, ns, o.enc, 0)
 }
 
 func (o *Operator) emit(out *dataflow.Batch, key []byte, start, end int64, a *accum) {
@@ -399,32 +394,11 @@ func (o *Operator) stateErr(key []byte, start, end int64, err error) error {
 	return fmt.Errorf("node %s: key %q: window [%d,%d): state: %w", o.node, key, start, end, err)
 }
 
-// fire handles one due timer: it emits the window's result when the timer
-// is the window's end and drops the window when it is its cleanup time
-// (both, without allowed lateness).
+// fire handles one due timer, of a session or of a tumbling or sliding
+// window (global windows set none).
 func (o *Operator) fire(t state.Timer) error {
 	if o.kind == sessionWindows {
 		return o.fireSession(t)
 	}
-	if len(t.Namespace) != 8 {
-		return fmt.Errorf("node %s: key %q: timer with a %d-byte namespace: %w", o.node, t.Key, len(t.Namespace), errCorrupt)
-	}
-	start, _ := decodeNS(t.Namespace)
-	end := start + o.size
-	maxTs := end - 1
-	if t.Timestamp == maxTs {
-		found, err := o.getAcc(t.Key, t.Namespace)
-		if err != nil {
-			return o.stateErr(t.Key, start, end, err)
-		}
-		if found {
-			o.emit(o.out, t.Key, start, end, &o.acc)
-		}
-	}
-	if t.Timestamp == o.cleanupTime(maxTs) {
-		if err := o.store.ValueDelete(stateAcc, t.Key, t.Namespace); err != nil {
-			return o.stateErr(t.Key, start, end, err)
-		}
-	}
-	return nil
+	return o.fireFixed(t)
 }

@@ -84,6 +84,7 @@ type harness struct {
 	out   *dataflow.Batch
 	late  string
 	store state.Store
+	scope state.Scope
 }
 
 func newHarness(t testing.TB, b state.Backend, node *jobspec.Node) *harness {
@@ -93,7 +94,8 @@ func newHarness(t testing.TB, b state.Backend, node *jobspec.Node) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	st, err := b.OpenTask(state.Scope{Tenant: "default", Job: t.Name(), Operator: node.Name}, 128, state.Range{Start: 0, End: 128})
+	scope := state.Scope{Tenant: "default", Job: t.Name(), Operator: node.Name}
+	st, err := b.OpenTask(scope, 128, state.Range{Start: 0, End: 128})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,7 +103,7 @@ func newHarness(t testing.TB, b state.Backend, node *jobspec.Node) *harness {
 	if err := op.Open(context.Background(), dataflow.TaskInfo{Job: "test", Node: node.Name, Parallelism: 1, MaxParallelism: 128, KeyGroups: state.Range{Start: 0, End: 128}, State: st}); err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, op: op.(*window.Operator), out: dataflow.NewBatch(16), store: st}
+	h := &harness{t: t, op: op.(*window.Operator), out: dataflow.NewBatch(16), store: st, scope: scope}
 	if node.Window.LateOutput != "" {
 		h.late = node.Window.LateOutput
 	}
@@ -454,6 +456,8 @@ func TestProcessDoesNotAllocate(t *testing.T) {
 		{"session", sessionGap(30_000)},
 		{"global", globalCount(1 << 40)},
 		{"re-firing", withLateness(tumbling(1000), 1<<40, "")},
+		{"sliding re-firing", withLateness(sliding(1000, 250), 1<<40, "")},
+		{"sliding re-firing, slide not dividing size", withLateness(sliding(1000, 300), 1<<40, "")},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

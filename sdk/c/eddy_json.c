@@ -438,6 +438,45 @@ uint32_t eddy_json_quote(uint8_t *dst, const uint8_t *s, uint32_t n) {
     return k;
 }
 
+/* Exact powers of ten: every one up to 1e22 is representable in a double. */
+static const double pow10_exact[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+                                     1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+                                     1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* fast_number converts the common case without strtod: at most 19
+ * digits whose value fits in 53 bits, scaled by a power of ten up to 22.
+ * Both operands are then exact doubles and IEEE division/multiplication
+ * rounds once, so the result is the correctly rounded one (Clinger's fast
+ * path, which Go's strconv.ParseFloat takes too). It matters on wasm32,
+ * where musl's strtod works in software 128-bit long double and costs
+ * microseconds per call. Returns 0 when the number is not such a case. */
+static int fast_number(const uint8_t *b, uint32_t n, double *out) {
+    uint32_t i = 0;
+    int neg = 0, digits = 0, exp10 = 0;
+    uint64_t mant = 0;
+    if (i < n && b[i] == '-') {
+        neg = 1;
+        i++;
+    }
+    for (; i < n && is_digit(b[i]); i++) {
+        if (++digits > 19) return 0;
+        mant = mant * 10 + (uint64_t)(b[i] - '0');
+    }
+    if (i < n && b[i] == '.') {
+        for (i++; i < n && is_digit(b[i]); i++) {
+            if (++digits > 19) return 0;
+            mant = mant * 10 + (uint64_t)(b[i] - '0');
+            exp10--;
+        }
+    }
+    if (i != n) return 0; /* an exponent part: leave it to strtod */
+    if (mant > ((uint64_t)1 << 53) || exp10 < -22) return 0;
+    double v = (double)mant;
+    v = exp10 < 0 ? v / pow10_exact[-exp10] : v;
+    *out = neg ? -v : v;
+    return 1;
+}
+
 int eddy_json_number(eddy_json_span raw, double *out) {
     /* strtod needs a NUL-terminated copy: the byte after a span may be a
      * digit of something else. Numbers that do not fit the stack buffer
@@ -450,6 +489,7 @@ int eddy_json_number(eddy_json_span raw, double *out) {
         s = malloc((size_t)raw.len + 1);
         if (!s) return 0;
     }
+    if (fast_number(raw.ptr, raw.len, out)) return 1;
     memcpy(s, raw.ptr, raw.len);
     s[raw.len] = 0;
     *out = strtod(s, NULL);
