@@ -71,6 +71,9 @@ func benchProjection(root string, records, runs int) error {
 	}
 	defer os.RemoveAll(cache)
 	cfg.CacheDir = cache
+	// A generous deadline: on a shared machine a batch can be descheduled
+	// for a while, and a deadline hit would abort the measurement.
+	cfg.CallTimeout = time.Minute
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	engine, err := host.NewEngine(ctx, cfg)
 	if err != nil {
@@ -164,6 +167,7 @@ func benchOperatorOnly(root string, records, runs int) error {
 		}
 	}
 	cfg := host.DefaultConfig()
+	cfg.CallTimeout = time.Minute
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	engine, err := host.NewEngine(ctx, cfg)
 	if err != nil {
