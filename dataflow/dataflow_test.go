@@ -46,7 +46,7 @@ func parse(t *testing.T, text string) *jobspec.Spec {
 // own clear error, the good one completes with every record.
 func TestHostileJobDoesNotAffectOthers(t *testing.T) {
 	cfg := host.DefaultConfig()
-	cfg.CallTimeout = 2 * time.Second
+	cfg.CallTimeout = 5 * time.Second // generous: the grow bomb must reach its memory limit first, even on a loaded machine
 	cfg.MemoryLimit = 32 << 20
 	engine := newEngine(t, cfg)
 	const goodSpec = `name: good
