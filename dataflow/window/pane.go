@@ -31,7 +31,8 @@ import (
 // gets would miss on sparse keys, and a miss is a Pebble read's most
 // expensive case. Buckets bound what a scan steps over on Pebble, where
 // the deleted panes of a map stay as tombstones until a compaction drops
-// them. A late record re-firing windows reads theirs the same way.
+// them. A late record that fires windows again reads the panes under them
+// once, with gets: the per-record path must not allocate, and a scan does.
 //
 // Timers have the window start as namespace:
 //
@@ -48,9 +49,9 @@ import (
 //     both times are the same and the firing drops the panes it read.
 //
 // So a key holds the panes from its oldest window not yet cleaned up to its
-// newest record, and a timer per window with data: state is bounded by
-// (size + allowed lateness + disorder)/slide panes a key, however long the
-// job runs.
+// newest record, and at most a timer per window in that span: about
+// (size + allowed lateness + disorder)/slide slides' worth of panes (one
+// or two a slide) and as many timers, however long the job runs.
 
 // paneBucket is the width of a bucket of panes, in window sizes: a window
 // straddles two buckets (size-slide)/(paneBucket·size) of the time.
