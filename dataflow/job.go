@@ -258,7 +258,3 @@ func (j *Job) Run(ctx context.Context) (*Summary, error) {
 	}
 	return sum, nil
 }
-
-// Close releases the job's compiled modules. Modules loaded through a
-// shared registry are released by their owner, not here.
-func (j *Job) Close() error { return nil }
