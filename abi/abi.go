@@ -15,10 +15,14 @@ package abi
 // Version is the newest ABI version this package describes. A module
 // declares the version it was built against by exporting ExportABIVersion;
 // version 2 adds keyed state, timers and time (ABI.md, "Version 2").
-const Version = 2
+// version 3 adds aggregate modules (ABI.md, "Version 3").
+const Version = 3
 
 // SupportedVersions lists every ABI version the host accepts.
-var SupportedVersions = []uint32{1, 2}
+var SupportedVersions = []uint32{1, 2, 3}
+
+// AggregateVersion is the least version of an aggregate module.
+const AggregateVersion = 3
 
 // ImportModule is the Wasm import module name of every Eddy host function.
 const ImportModule = "eddy"
@@ -41,7 +45,33 @@ const (
 	// ExportOnTimer (version 2) receives the timers that fired, as a batch;
 	// optional, but required of a module that imports ImportTimerRegister.
 	ExportOnTimer = "eddy_on_timer" // (batch_ptr i32, batch_len i32) -> status i32
+
+	// Aggregate modules (version 3) export these in place of
+	// ExportProcess; see AggregateExports.
+	ExportAggCreate = "eddy_agg_create" // () -> status i32
+	ExportAggAdd    = "eddy_agg_add"    // (batch_ptr i32, batch_len i32) -> status i32
+	ExportAggMerge  = "eddy_agg_merge"  // (batch_ptr i32, batch_len i32) -> status i32
+	ExportAggResult = "eddy_agg_result" // (batch_ptr i32, batch_len i32) -> status i32
 )
+
+// AggregateExports are the functions that make a module an aggregate
+// module (ABI.md, "Aggregate modules"): it must export all of them, and
+// then need not export ExportProcess.
+var AggregateExports = map[string]Signature{
+	ExportAggCreate: {Results: []ValType{I32}},
+	ExportAggAdd:    {Params: []ValType{I32, I32}, Results: []ValType{I32}},
+	ExportAggMerge:  {Params: []ValType{I32, I32}, Results: []ValType{I32}},
+	ExportAggResult: {Params: []ValType{I32, I32}, Results: []ValType{I32}},
+}
+
+// GroupHeaderKeyLen is the key length of a group header record in the
+// batches of ExportAggAdd and ExportAggMerge: a little-endian u32, the
+// number of member records that follow.
+const GroupHeaderKeyLen = 4
+
+// WindowDescriptorLen is the value length of record 0 of a window
+// function's batch: the window's start and end as little-endian i64.
+const WindowDescriptorLen = 16
 
 // Imports in module ImportModule that the host provides.
 const (

@@ -19,6 +19,10 @@ func (j *Job) newOperator(v *vertex) (Operator, error) {
 			return native(), nil
 		}
 		w := &wasmOperator{module: j.modules[n.Wasm.Module], config: j.configs[v]}
+		if w.module.IsAggregate() {
+			return nil, fmt.Errorf("module %s is an aggregate module, which folds windows: use it in a window node as aggregate: {wasm: {module: %s}}",
+				n.Wasm.Module, n.Wasm.Module)
+		}
 		if n.KeyBy != "" {
 			return &keyedWasmOperator{wasmOperator: w, timers: w.module.HasOnTimer()}, nil
 		}

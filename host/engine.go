@@ -271,6 +271,9 @@ type Module struct {
 	// Filled by validate.
 	abiVersion    uint32
 	hasInitialize bool
+	// aggregate: the module exports the eddy_agg_* functions (ABI
+	// version 3), and may lack eddy_process.
+	aggregate bool
 	// hasStart: the module had a start function, which instrumenting
 	// turned into an export that the host calls after instantiation.
 	hasStart bool

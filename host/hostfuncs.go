@@ -68,8 +68,11 @@ func hostFail(ctx context.Context, mod api.Module, stack []uint64) {
 }
 
 func (i *Instance) hostEmit(mod api.Module, ptr, n uint32) {
-	if i.phase != abi.ExportProcess && i.phase != abi.ExportOnTimer && i.phase != abi.ExportClose {
-		i.trapGuest(markf([]error{ErrTrap}, "%s: eddy.emit called during %s; it is only valid during %s, %s and %s",
+	switch i.phase {
+	case abi.ExportProcess, abi.ExportOnTimer, abi.ExportClose,
+		abi.ExportAggCreate, abi.ExportAggAdd, abi.ExportAggMerge, abi.ExportAggResult:
+	default:
+		i.trapGuest(markf([]error{ErrTrap}, "%s: eddy.emit called during %s; it is only valid during %s, %s, %s and the eddy_agg_* calls",
 			i.who, i.phase, abi.ExportProcess, abi.ExportOnTimer, abi.ExportClose))
 	}
 	// Decode straight from guest memory: the records alias it and are handed

@@ -101,6 +101,7 @@ type Instance struct {
 	cbPanic any                // panic of the caller's emit callback, raised again after the call
 
 	keyed keyedState // ABI version 2: state, timers, watermark (keyed.go)
+	agg   aggCalls   // ABI version 3: aggregate modules (aggregate.go)
 
 	state  lifecycle
 	err    error // sticky: why the instance is unusable
@@ -223,6 +224,10 @@ func (i *Instance) Open(config []byte) error {
 func (i *Instance) Process(recs []abi.Record, emit func([]abi.Record)) error {
 	if err := i.ready(abi.ExportProcess); err != nil {
 		return err
+	}
+	if i.fnProcess == nil {
+		return fmt.Errorf("%s: module %s is an aggregate module without %s: it folds windows, it does not process records",
+			i.who, i.module.name, abi.ExportProcess)
 	}
 	size := abi.EncodedSize(recs)
 	ptr, err := i.buffer(size, "batch")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -42,14 +43,30 @@ func (m *Module) validate(ctx context.Context) error {
 		return err
 	}
 	// Which imports are allowed depends on the version the probe read.
-	return m.checkImportVersions()
+	if err := m.checkImportVersions(); err != nil {
+		return err
+	}
+	return m.checkAggregate()
 }
 
 func (m *Module) checkExports() []string {
 	var problems []string
 	funcs := m.compiled.ExportedFunctions()
-	for _, name := range sortedKeys(abi.RequiredExports) {
-		want := abiSig(abi.RequiredExports[name])
+	// A module exporting any of the aggregate functions is an aggregate
+	// module: it must export all of them, and eddy_process is optional.
+	for name := range abi.AggregateExports {
+		if _, ok := funcs[name]; ok {
+			m.aggregate = true
+		}
+	}
+	required := abi.RequiredExports
+	if m.aggregate {
+		required = maps.Clone(abi.RequiredExports)
+		delete(required, abi.ExportProcess)
+		maps.Copy(required, abi.AggregateExports)
+	}
+	for _, name := range sortedKeys(required) {
+		want := abiSig(required[name])
 		def, ok := funcs[name]
 		if !ok {
 			problems = append(problems, fmt.Sprintf("missing export %q (want %s)", name, want))
@@ -59,12 +76,17 @@ func (m *Module) checkExports() []string {
 			problems = append(problems, fmt.Sprintf("export %q has signature %s, want %s", name, got, want))
 		}
 	}
-	for _, name := range sortedKeys(abi.OptionalExports) {
+	optional := abi.OptionalExports
+	if m.aggregate {
+		optional = maps.Clone(optional)
+		optional[abi.ExportProcess] = abi.RequiredExports[abi.ExportProcess]
+	}
+	for _, name := range sortedKeys(optional) {
 		def, ok := funcs[name]
 		if !ok {
 			continue
 		}
-		if want, got := abiSig(abi.OptionalExports[name]), defSig(def); !got.equal(want) {
+		if want, got := abiSig(optional[name]), defSig(def); !got.equal(want) {
 			problems = append(problems, fmt.Sprintf("export %q has signature %s, want %s", name, got, want))
 		}
 		if name == abi.ExportInitialize {

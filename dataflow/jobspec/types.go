@@ -107,7 +107,14 @@ type AggregateSpec struct {
 	Builtins []string
 	Wasm     *WasmSpec `yaml:"wasm"`
 	Apply    *WasmSpec `yaml:"apply"`
+	// Name is the field of a window result that holds a Wasm aggregate's
+	// result; default DefaultAggregateName.
+	Name string `yaml:"name"`
 }
+
+// DefaultAggregateName is the result field of a Wasm aggregate without a
+// name.
+const DefaultAggregateName = "result"
 
 // Inputs is a node name or a list of them.
 type Inputs []string

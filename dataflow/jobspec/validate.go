@@ -297,5 +297,14 @@ func (n *Node) checkWindow(loc string) error {
 			return errAt(loc, n.Line, "node %q: aggregate module is missing", n.Name)
 		}
 	}
+	switch a.Name {
+	case "":
+	case "key", "window_start", "window_end":
+		return errAt(loc, n.Line, "node %q: aggregate name %q is a field every window result has already", n.Name, a.Name)
+	default:
+		if a.Wasm == nil {
+			return errAt(loc, n.Line, "node %q: aggregate name applies to a wasm aggregate only (built-ins are named after themselves, a window function emits its own records)", n.Name)
+		}
+	}
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/sdk/go/jsonscan"
 )
@@ -46,6 +47,14 @@ type aggregates struct {
 	// a number.
 	val []float64
 	ok  []bool
+	// cur is the record being added (read sets it).
+	cur *dataflow.Record
+
+	// At most one of udf and apply is set, and then list is empty: a Wasm
+	// aggregate folds records into an accumulator of its own, a window
+	// function is given all of a window's elements (wasm.go).
+	udf   *udfAggregate
+	apply *windowFunction
 }
 
 func parseAggregates(builtins []string) (*aggregates, error) {
@@ -96,11 +105,12 @@ func parseAggregates(builtins []string) (*aggregates, error) {
 	return a, nil
 }
 
-// read looks up the fields of a record value. jsonscan rather than
+// read looks up the fields of a record's value. jsonscan rather than
 // encoding/json: this runs once per record and must not allocate.
-func (a *aggregates) read(value []byte) {
+func (a *aggregates) read(r *dataflow.Record) {
+	a.cur = r
 	for i, f := range a.fields {
-		raw, st := jsonscan.Lookup(value, f)
+		raw, st := jsonscan.Lookup(r.Value, f)
 		ok := st == jsonscan.Field && jsonscan.KindOf(raw) == jsonscan.Number
 		var x float64
 		if ok {
@@ -120,22 +130,31 @@ type slot struct {
 // accum is the accumulator of one window pane. minTs and maxTs (the span
 // of event time seen) are kept for global windows only, which report them
 // as their bounds. slots has one entry per aggregate; count's is unused.
+// blob is a Wasm aggregate's accumulator, when hasBlob; without, the
+// accumulator is the module's empty one (eddy_agg_create's), which is not
+// stored.
 type accum struct {
 	count        uint64
 	minTs, maxTs int64
 	slots        []slot
+	blob         []byte
+	hasBlob      bool
 }
 
 func (a *accum) reset() {
 	a.count = 0
 	a.minTs, a.maxTs = math.MaxInt64, math.MinInt64
 	clear(a.slots)
+	a.blob, a.hasBlob = a.blob[:0], false
 }
 
-// add folds in the current record (whose fields aggs.read has read).
-func (a *accum) add(aggs *aggregates, ts int64) {
+// add folds in the current record (the one aggs.read has read).
+func (a *accum) add(aggs *aggregates, ts int64) error {
 	a.count++
 	a.minTs, a.maxTs = min(a.minTs, ts), max(a.maxTs, ts)
+	if aggs.udf != nil {
+		return aggs.udf.add(a, aggs.cur)
+	}
 	for i := range aggs.list {
 		ag := &aggs.list[i]
 		if ag.field < 0 || !aggs.ok[ag.field] {
@@ -157,13 +176,17 @@ func (a *accum) add(aggs *aggregates, ts int64) {
 		}
 		s.n++
 	}
+	return nil
 }
 
 // merge folds b into a: every built-in is mergeable, which is what session
-// windows need.
-func (a *accum) merge(aggs *aggregates, b *accum) {
+// windows need, and so is a Wasm aggregate (eddy_agg_merge).
+func (a *accum) merge(aggs *aggregates, b *accum) error {
 	a.count += b.count
 	a.minTs, a.maxTs = min(a.minTs, b.minTs), max(a.maxTs, b.maxTs)
+	if aggs.udf != nil {
+		return aggs.udf.merge(a, b)
+	}
 	for i := range aggs.list {
 		s, o := &a.slots[i], &b.slots[i]
 		if o.n == 0 {
@@ -183,12 +206,15 @@ func (a *accum) merge(aggs *aggregates, b *accum) {
 		}
 		s.n += o.n
 	}
+	return nil
 }
 
 // The encoding of an accumulator in state: uvarint count, for global
 // windows zigzag-varint minTs and maxTs, then per non-count aggregate a
-// uvarint n followed, when n > 0, by the value as 8 little-endian bytes.
-// It is self-delimiting, so a session list can concatenate several.
+// uvarint n followed, when n > 0, by the value as 8 little-endian bytes;
+// with a Wasm aggregate, a uvarint 0 for the empty accumulator or its
+// length + 1 followed by its bytes. It is self-delimiting, so a session
+// list can concatenate several.
 
 func (a *accum) encode(dst []byte, aggs *aggregates, spans bool) []byte {
 	dst = binary.AppendUvarint(dst, a.count)
@@ -205,6 +231,13 @@ func (a *accum) encode(dst []byte, aggs *aggregates, spans bool) []byte {
 		if s.n > 0 {
 			dst = binary.LittleEndian.AppendUint64(dst, math.Float64bits(s.v))
 		}
+	}
+	if aggs.udf != nil {
+		if !a.hasBlob {
+			return append(dst, 0)
+		}
+		dst = binary.AppendUvarint(dst, uint64(len(a.blob))+1)
+		dst = append(dst, a.blob...)
 	}
 	return dst
 }
@@ -244,11 +277,22 @@ func (a *accum) decode(b []byte, aggs *aggregates, spans bool) ([]byte, error) {
 			b = b[8:]
 		}
 	}
+	if aggs.udf != nil {
+		l, n := binary.Uvarint(b)
+		if n <= 0 || l > uint64(len(b)-n)+1 {
+			return nil, errCorrupt
+		}
+		b = b[n:]
+		if l > 0 {
+			a.blob, a.hasBlob = append(a.blob[:0], b[:l-1]...), true
+			b = b[l-1:]
+		}
+	}
 	return b, nil
 }
 
-// appendResult appends the JSON result of a pane.
-func appendResult(dst, key []byte, start, end int64, a *accum, aggs *aggregates) []byte {
+// appendResult appends the JSON result of a window.
+func appendResult(dst, key []byte, start, end int64, a *accum, aggs *aggregates) ([]byte, error) {
 	dst = append(dst, `{"key":`...)
 	dst = jsonscan.AppendQuote(dst, key)
 	dst = append(dst, `,"window_start":`...)
@@ -272,7 +316,13 @@ func appendResult(dst, key []byte, start, end int64, a *accum, aggs *aggregates)
 			dst = appendNumber(dst, s.v)
 		}
 	}
-	return append(dst, '}')
+	if aggs.udf != nil {
+		var err error
+		if dst, err = aggs.udf.appendResult(dst, key, end-1, a); err != nil {
+			return nil, err
+		}
+	}
+	return append(dst, '}'), nil
 }
 
 // appendNumber writes x as a JSON number; JSON has no infinities or NaN, so

@@ -2,6 +2,7 @@ package window
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 
@@ -119,9 +120,16 @@ func (o *Operator) addFixed(r *dataflow.Record, out *dataflow.Batch) (bool, erro
 	if err != nil {
 		return false, o.paneErr(r.Key, pane, err)
 	}
-	o.acc.add(o.aggs, ts)
+	if err := o.acc.add(o.aggs, ts); err != nil {
+		return false, o.paneErr(r.Key, pane, err)
+	}
 	if err := o.storePane(r.Key, pane, &o.acc); err != nil {
 		return false, o.paneErr(r.Key, pane, err)
+	}
+	if o.aggs.apply != nil {
+		if err := o.addElem(r.Key, o.elemsNS(pane)); err != nil {
+			return false, o.paneErr(r.Key, pane, err)
+		}
 	}
 	if !found {
 		if err := o.registerPaneTimers(r.Key, pane, latest); err != nil {
@@ -156,8 +164,7 @@ func (o *Operator) refire(key []byte, pane, latest int64, out *dataflow.Batch) e
 		return nil
 	}
 	if o.size == o.slide { // tumbling: the window is the pane
-		o.emit(out, key, last, last+o.size, &o.acc)
-		return nil
+		return o.emit(out, key, last, last+o.size, &o.acc)
 	}
 	if err := o.readSpan(key, first, last+o.size, pane); err != nil {
 		return o.stateErr(key, first, last+o.size, err)
@@ -170,10 +177,14 @@ func (o *Operator) refire(key []byte, pane, latest int64, out *dataflow.Batch) e
 				break
 			}
 			if p.start >= start && p.acc != nil {
-				o.win.merge(o.aggs, p.acc)
+				if err := o.win.merge(o.aggs, p.acc); err != nil {
+					return o.stateErr(key, start, start+o.size, err)
+				}
 			}
 		}
-		o.emit(out, key, start, start+o.size, &o.win)
+		if err := o.emit(out, key, start, start+o.size, &o.win); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -251,7 +262,9 @@ func (o *Operator) readWindow(key []byte, start int64) (head uint8, tail bool, e
 		if err != nil || !found {
 			return 0, false, err
 		}
-		o.mergePane(start, &o.part)
+		if err := o.mergePane(start, &o.part); err != nil {
+			return 0, false, err
+		}
 		return o.reading.head, o.reading.tail, nil
 	}
 	for b := floorDiv(start, o.bucket) * o.bucket; b < end; b += o.bucket {
@@ -275,12 +288,13 @@ func (o *Operator) mergeEntry(userKey, v []byte) error {
 	if _, err := o.decodeAcc(v, true, &o.part); err != nil {
 		return fmt.Errorf("pane [%d,%d): %w", p, o.paneEnd(p), err)
 	}
-	o.mergePane(p, &o.part)
-	return nil
+	return o.mergePane(p, &o.part)
 }
 
-func (o *Operator) mergePane(p int64, a *accum) {
-	o.win.merge(o.aggs, a)
+func (o *Operator) mergePane(p int64, a *accum) error {
+	if err := o.win.merge(o.aggs, a); err != nil {
+		return err
+	}
 	w := &o.reading
 	switch {
 	case p >= w.start+o.slide:
@@ -290,6 +304,7 @@ func (o *Operator) mergePane(p int64, a *accum) {
 	default:
 		w.head |= headSecond
 	}
+	return nil
 }
 
 // fireFixed handles a due timer of window [start, start+size): at end-1 it
@@ -314,7 +329,9 @@ func (o *Operator) fireFixed(t state.Timer) error {
 			break
 		}
 		if head != 0 || tail {
-			o.emit(o.out, t.Key, start, end, &o.win)
+			if err = o.emit(o.out, t.Key, start, end, &o.win); err != nil {
+				return err
+			}
 		}
 		if tail {
 			next := start + o.slide
@@ -417,9 +434,17 @@ func (o *Operator) storePane(key []byte, p int64, a *accum) error {
 }
 
 func (o *Operator) deletePane(key []byte, p int64) error {
+	if o.aggs.apply != nil {
+		if err := o.store.ListClear(stateElems, key, o.paneKey(p)); err != nil {
+			return err
+		}
+	}
 	return o.store.MapDelete(statePane, key, o.paneBucketNS(p), o.paneKey(p))
 }
 
 func (o *Operator) paneErr(key []byte, p int64, err error) error {
+	if errors.As(err, new(udfError)) {
+		return fmt.Errorf("node %s: key %q: pane [%d,%d): %w", o.node, key, p, o.paneEnd(p), err)
+	}
 	return fmt.Errorf("node %s: key %q: pane [%d,%d): state: %w", o.node, key, p, o.paneEnd(p), err)
 }

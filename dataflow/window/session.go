@@ -106,12 +106,21 @@ func (o *Operator) addSession(r *dataflow.Record, out *dataflow.Batch) (bool, er
 	if first >= 0 {
 		at = first
 		for i := first; i <= last; i++ {
-			o.acc.merge(o.aggs, &o.sessions[i].acc)
+			if err := o.acc.merge(o.aggs, &o.sessions[i].acc); err != nil {
+				return false, o.stateErr(r.Key, mStart, mEnd, err)
+			}
 		}
 	} else {
 		first, last = at, at-1 // replace nothing
 	}
-	o.acc.add(o.aggs, ts)
+	if err := o.acc.add(o.aggs, ts); err != nil {
+		return false, o.stateErr(r.Key, mStart, mEnd, err)
+	}
+	if o.aggs.apply != nil {
+		if err := o.addElem(r.Key, nil); err != nil {
+			return false, o.stateErr(r.Key, mStart, mEnd, err)
+		}
+	}
 
 	// Unless the record fell inside one session, the merged session is a
 	// new window: move the timers to it.
@@ -142,7 +151,9 @@ func (o *Operator) addSession(r *dataflow.Record, out *dataflow.Batch) (bool, er
 		return false, o.stateErr(r.Key, mStart, mEnd, err)
 	}
 	if mEnd-1 <= o.wm {
-		o.emit(out, r.Key, mStart, mEnd, &o.acc)
+		if err := o.emit(out, r.Key, mStart, mEnd, &o.acc); err != nil {
+			return false, err
+		}
 	}
 	return true, nil
 }
@@ -170,10 +181,17 @@ func (o *Operator) fireSession(t state.Timer) error {
 	}
 	maxTs := end - 1
 	if t.Timestamp == maxTs {
-		o.emit(o.out, t.Key, start, end, &o.sessions[idx].acc)
+		if err := o.emit(o.out, t.Key, start, end, &o.sessions[idx].acc); err != nil {
+			return err
+		}
 	}
 	if t.Timestamp != o.cleanupTime(maxTs) {
 		return nil
+	}
+	if o.aggs.apply != nil {
+		if err := o.dropSessionElems(t.Key, start, end); err != nil {
+			return o.stateErr(t.Key, start, end, err)
+		}
 	}
 	var err error
 	if len(o.sessions) == 1 {

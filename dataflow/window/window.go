@@ -3,12 +3,15 @@ package window
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 
+	"github.com/eddy-stream/eddy/abi"
 	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/host"
+	"github.com/eddy-stream/eddy/sdk/go/jsonscan"
 	"github.com/eddy-stream/eddy/state"
 )
 
@@ -96,8 +99,8 @@ var (
 )
 
 // New builds the operator of window node n of spec. Its signature is
-// dataflow.Options.WindowOperator's; modules is unused until Wasm
-// aggregates are supported.
+// dataflow.Options.WindowOperator's; modules holds the node's loaded
+// modules by reference, for a Wasm aggregate or window function.
 func New(spec *jobspec.Spec, n *jobspec.Node, modules map[string]*host.Module) (dataflow.Operator, error) {
 	w, a := n.Window, n.Aggregate
 	if w == nil {
@@ -106,15 +109,9 @@ func New(spec *jobspec.Spec, n *jobspec.Node, modules map[string]*host.Module) (
 	if a == nil {
 		return nil, fmt.Errorf("node %s: a window needs an aggregate", n.Name)
 	}
-	if a.Wasm != nil || a.Apply != nil {
-		return nil, fmt.Errorf("node %s: wasm aggregates are not supported yet", n.Name)
-	}
-	if len(a.Builtins) == 0 {
-		return nil, fmt.Errorf("node %s: aggregate lists no built-ins", n.Name)
-	}
-	aggs, err := parseAggregates(a.Builtins)
+	aggs, err := newAggregates(n, modules)
 	if err != nil {
-		return nil, fmt.Errorf("node %s: %w", n.Name, err)
+		return nil, err
 	}
 	o := &Operator{node: n.Name, aggs: aggs, wm: math.MinInt64, late: w.LateOutput}
 	// Millisecond resolution, like event time: a sub-millisecond duration
@@ -176,13 +173,58 @@ func New(spec *jobspec.Spec, n *jobspec.Node, modules map[string]*host.Module) (
 	return o, nil
 }
 
-// Open takes the subtask's keyed state, where accumulators and timers live.
-func (o *Operator) Open(_ context.Context, info dataflow.TaskInfo) error {
+// newAggregates parses the aggregate of window node n: built-ins, or a
+// Wasm aggregate or window function.
+func newAggregates(n *jobspec.Node, modules map[string]*host.Module) (*aggregates, error) {
+	a := n.Aggregate
+	switch {
+	case a.Wasm != nil:
+		w, err := newWasmModule(n, a.Wasm, modules)
+		if err != nil {
+			return nil, err
+		}
+		if !w.module.IsAggregate() {
+			return nil, fmt.Errorf("node %s: module %s is not an aggregate module (it does not export eddy_agg_add; a window function goes under apply:)", n.Name, a.Wasm.Module)
+		}
+		name := a.Name
+		if name == "" {
+			name = jobspec.DefaultAggregateName
+		}
+		label := append(jsonscan.AppendQuote([]byte{','}, []byte(name)), ':')
+		return &aggregates{udf: &udfAggregate{wasmModule: w, label: label}}, nil
+	case a.Apply != nil:
+		w, err := newWasmModule(n, a.Apply, modules)
+		if err != nil {
+			return nil, err
+		}
+		if w.module.IsAggregate() {
+			return nil, fmt.Errorf("node %s: module %s is an aggregate module, not a window function (put it under wasm:)", n.Name, a.Apply.Module)
+		}
+		return &aggregates{apply: &windowFunction{wasmModule: w}}, nil
+	case len(a.Builtins) == 0:
+		return nil, fmt.Errorf("node %s: aggregate lists no built-ins", n.Name)
+	}
+	aggs, err := parseAggregates(a.Builtins)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", n.Name, err)
+	}
+	return aggs, nil
+}
+
+// Open takes the subtask's keyed state, where accumulators and timers live,
+// and starts the instance of a Wasm aggregate or window function.
+func (o *Operator) Open(ctx context.Context, info dataflow.TaskInfo) error {
 	if info.State == nil {
 		return fmt.Errorf("node %s: window has no keyed state (it needs key_by)", o.node)
 	}
 	o.store = info.State
 	o.wm = math.MinInt64
+	switch {
+	case o.aggs.udf != nil:
+		return o.aggs.udf.open(ctx, info)
+	case o.aggs.apply != nil:
+		return o.aggs.apply.open(ctx, info)
+	}
 	return nil
 }
 
@@ -194,7 +236,7 @@ func (o *Operator) Process(_ context.Context, in, out *dataflow.Batch) error {
 		if r.Timestamp == dataflow.NoTimestamp {
 			return fmt.Errorf("node %s: record with key %q has no event time, which windows need (set event_time on the source)", o.node, r.Key)
 		}
-		o.aggs.read(r.Value)
+		o.aggs.read(r)
 		var (
 			kept bool
 			err  error
@@ -243,13 +285,30 @@ func (o *Operator) ProcessWatermark(_ context.Context, wm int64, out *dataflow.B
 	return nil
 }
 
-// Finish emits nothing: every time window fired at the final watermark, and
-// a global window's partial count is not a result (see the package doc).
-func (o *Operator) Finish(context.Context, *dataflow.Batch) error { return nil }
+// Finish emits no window: every time window fired at the final watermark,
+// and a global window's partial count is not a result (see the package
+// doc). A Wasm module's eddy_close runs here; what a window function emits
+// then goes out with no timestamp of a window.
+func (o *Operator) Finish(_ context.Context, out *dataflow.Batch) error {
+	switch {
+	case o.aggs.udf != nil:
+		return o.aggs.udf.inst.Finish(nil)
+	case o.aggs.apply != nil:
+		return o.aggs.apply.inst.Finish(func(recs []abi.Record) { out.AddRecords(recs) })
+	}
+	return nil
+}
 
-// Close forgets the store, which the task owns and closes.
+// Close forgets the store, which the task owns and closes, and releases
+// the instance of a Wasm module.
 func (o *Operator) Close() error {
 	o.store = nil
+	switch {
+	case o.aggs.udf != nil:
+		return o.aggs.udf.close()
+	case o.aggs.apply != nil:
+		return o.aggs.apply.close()
+	}
 	return nil
 }
 
@@ -338,11 +397,25 @@ func (o *Operator) addGlobal(r *dataflow.Record, out *dataflow.Batch) error {
 	if _, err := o.loadAcc(stateAcc, r.Key, nil, &o.acc); err != nil {
 		return fmt.Errorf("node %s: key %q: state: %w", o.node, r.Key, err)
 	}
-	o.acc.add(o.aggs, r.Timestamp)
+	if err := o.acc.add(o.aggs, r.Timestamp); err != nil {
+		return fmt.Errorf("node %s: key %q: %w", o.node, r.Key, err)
+	}
+	if o.aggs.apply != nil {
+		if err := o.addElem(r.Key, nil); err != nil {
+			return fmt.Errorf("node %s: key %q: state: %w", o.node, r.Key, err)
+		}
+	}
 	if o.acc.count >= o.trigger {
-		o.emit(out, r.Key, o.acc.minTs, o.acc.maxTs+1, &o.acc)
+		if err := o.emit(out, r.Key, o.acc.minTs, o.acc.maxTs+1, &o.acc); err != nil {
+			return err
+		}
 		if err := o.store.ValueDelete(stateAcc, r.Key, nil); err != nil {
 			return fmt.Errorf("node %s: key %q: state: %w", o.node, r.Key, err)
+		}
+		if o.aggs.apply != nil {
+			if err := o.store.ListClear(stateElems, r.Key, nil); err != nil {
+				return fmt.Errorf("node %s: key %q: state: %w", o.node, r.Key, err)
+			}
 		}
 		return nil
 	}
@@ -385,12 +458,27 @@ func (o *Operator) storeAcc(name string, key, ns []byte, a *accum) error {
 	return o.store.ValuePut(name, key, ns, o.enc, 0)
 }
 
-func (o *Operator) emit(out *dataflow.Batch, key []byte, start, end int64, a *accum) {
-	o.json = appendResult(o.json[:0], key, start, end, a, o.aggs)
+// emit sends the result of window [start, end) of key, whose accumulator
+// is a: its JSON result, or what its window function makes of it.
+func (o *Operator) emit(out *dataflow.Batch, key []byte, start, end int64, a *accum) error {
+	if o.aggs.apply != nil {
+		if err := o.applyWindow(out, key, start, end); err != nil {
+			return fmt.Errorf("node %s: key %q: window [%d,%d): %w", o.node, key, start, end, err)
+		}
+		return nil
+	}
+	var err error
+	if o.json, err = appendResult(o.json[:0], key, start, end, a, o.aggs); err != nil {
+		return fmt.Errorf("node %s: key %q: window [%d,%d): %w", o.node, key, start, end, err)
+	}
 	out.Add(key, o.json, end-1)
+	return nil
 }
 
 func (o *Operator) stateErr(key []byte, start, end int64, err error) error {
+	if errors.As(err, new(udfError)) {
+		return fmt.Errorf("node %s: key %q: window [%d,%d): %w", o.node, key, start, end, err)
+	}
 	return fmt.Errorf("node %s: key %q: window [%d,%d): state: %w", o.node, key, start, end, err)
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/dataflow/window"
+	"github.com/eddy-stream/eddy/host"
 	"github.com/eddy-stream/eddy/state"
 )
 
@@ -402,8 +403,8 @@ func TestNewErrors(t *testing.T) {
 		node *jobspec.Node
 		want string
 	}{
-		{"wasm aggregate", wasm, "node per_key: wasm aggregates are not supported yet"},
-		{"wasm apply", apply, "node per_key: wasm aggregates are not supported yet"},
+		{"wasm aggregate not loaded", wasm, "node per_key: module stats.wasm is not loaded"},
+		{"wasm apply not loaded", apply, "node per_key: module fn.wasm is not loaded"},
 		{"duplicate aggregate", windowNode(tumbling(10), "sum(v)", "count", "sum( v )"), `node per_key: aggregate "sum( v )" is listed twice`},
 		{"unknown aggregate", windowNode(tumbling(10), "median(v)"), `unknown function "median"`},
 		{"lateness on a global window", windowNode(withLateness(globalCount(5), 0, "late"), "count"), "node per_key: allowed_lateness and late_output do not apply to a global window"},
@@ -510,6 +511,55 @@ func TestCorruptStateFails(t *testing.T) {
 			err := h.op.Process(context.Background(), b, h.out)
 			if !errors.Is(err, state.ErrCorrupt) || !strings.Contains(err.Error(), `node per_key: key "a"`) {
 				t.Fatalf("err = %v, want a state.ErrCorrupt naming the node and key", err)
+			}
+		})
+	}
+}
+
+// TestNewWasmKinds: an aggregate module goes under wasm:, an operator
+// module (a window function) under apply:, and each place says so of the
+// other.
+func TestNewWasmKinds(t *testing.T) {
+	ctx := context.Background()
+	e, err := host.NewEngine(ctx, host.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	modules := map[string]*host.Module{}
+	for _, name := range []string{"agg", "echo"} {
+		m, err := e.Load(ctx, "../../host/testdata/"+name+".wasm")
+		if err != nil {
+			t.Fatal(err)
+		}
+		modules[name] = m
+	}
+	node := func(a *jobspec.AggregateSpec) *jobspec.Node {
+		n := windowNode(tumbling(10))
+		n.Aggregate = a
+		return n
+	}
+	cases := []struct {
+		name string
+		node *jobspec.Node
+		want string // "" for success
+	}{
+		{"aggregate module", node(&jobspec.AggregateSpec{Wasm: &jobspec.WasmSpec{Module: "agg"}}), ""},
+		{"window function", node(&jobspec.AggregateSpec{Apply: &jobspec.WasmSpec{Module: "echo"}}), ""},
+		{"operator as aggregate", node(&jobspec.AggregateSpec{Wasm: &jobspec.WasmSpec{Module: "echo"}}), "module echo is not an aggregate module"},
+		{"aggregate as window function", node(&jobspec.AggregateSpec{Apply: &jobspec.WasmSpec{Module: "agg"}}), "module agg is an aggregate module, not a window function"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := window.New(&jobspec.Spec{Name: "test"}, tc.node, modules)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
 			}
 		})
 	}

@@ -1,0 +1,3 @@
+/* agg_state: an aggregate module that imports keyed state (refused). */
+#define AGG_STATE
+#include "agg.c"
