@@ -40,5 +40,22 @@ bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./abi/ ./host/... ./connectors/ ./state/ ./dataflow/window/
 	$(GO) run ./cmd/eddy-bench
 
+## proto: regenerate the gRPC code under proto/ with the pinned tools
+## (protoc from Debian's protobuf-compiler; plugins go-installed into bin/tools).
+## proto-check: regenerate into a temporary directory and fail on any
+## difference (skips with a message when the pinned protoc is missing).
+PROTOC_VERSION             := 3.21.12
+PROTOC_GEN_GO_VERSION      := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
+PROTO_ENV = GO="$(GO)" TOOLS="$(CURDIR)/bin/tools" PROTOC_VERSION=$(PROTOC_VERSION) \
+	PROTOC_GEN_GO_VERSION=$(PROTOC_GEN_GO_VERSION) PROTOC_GEN_GO_GRPC_VERSION=$(PROTOC_GEN_GO_GRPC_VERSION)
+
+.PHONY: proto proto-check
+proto:
+	$(PROTO_ENV) scripts/protogen.sh
+
+proto-check:
+	$(PROTO_ENV) scripts/protogen.sh --check
+
 clean:
 	rm -rf bin

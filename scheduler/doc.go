@@ -1,0 +1,17 @@
+// Package scheduler is Eddy's coordinator: a Raft-replicated record of
+// tenants, modules, workers and jobs, and the leader's loops that act on it.
+//
+// The work is split so that everything that decides is deterministic and
+// testable without a network, and everything that waits or talks lives at the
+// edges:
+//
+//   - [github.com/eddy-stream/eddy/scheduler/fsm] is the replicated state
+//     machine: commands in, state out, no I/O and no clocks.
+//   - [github.com/eddy-stream/eddy/scheduler/placement] decides which worker
+//     slot runs which task: a pure function.
+//   - [github.com/eddy-stream/eddy/scheduler/raftnode] wires hashicorp/raft
+//     (durable WAL, file snapshots, TCP transport) around an FSM.
+//
+// This package is not the gRPC surface (see proto/) and does not run tasks
+// (see dataflow/ and the worker).
+package scheduler

@@ -1,0 +1,38 @@
+// Package fsm is the coordinator's replicated state machine: the tenants,
+// coordinator members, modules, workers and jobs that every member of the
+// Raft group agrees on.
+//
+// The FSM is deterministic and does no I/O. It never reads a clock: every
+// command carries the time at which the leader proposed it, and identifiers
+// such as job ids derive from the Raft log index. Applying the same log to two
+// FSMs therefore yields byte-identical snapshots ([FSM.MarshalState]).
+//
+// Writers build a [Command] (for example [SubmitJob]), encode it with
+// [Encode] and hand the bytes to Raft; every member then calls
+// [FSM.Apply]. A command that is invalid in the current state (an unknown
+// tenant, a stale task attempt, a placement onto a dead worker, an unknown
+// command type) is not applied: Apply returns an error value that Raft hands
+// back to the proposer, and the state is left untouched. Apply never panics on
+// bad input.
+//
+// Readers call the query methods ([FSM.Jobs], [FSM.Workers], ...), which are
+// safe for concurrent use and return copies.
+//
+// Everything is namespaced by tenant. Tenant [DefaultTenant] exists from the
+// start; nothing here assumes it is the only one.
+//
+// What the FSM is not: it does not decide placements (package placement
+// does, on the leader, and the result is committed with [PlaceJob]); it does
+// not detect dead workers (the leader watches heartbeats, which are not Raft
+// commands, and commits [WorkerDown]); it does not schedule restarts with
+// backoff or trigger checkpoints. It records what the leader decided, checks
+// the decision against the replicated state, and answers queries.
+//
+// # Formats
+//
+// Commands are JSON envelopes {"v":1,"type":"submit_job","at":MILLIS,
+// "body":{...}}; snapshots are one JSON document with a "format" number,
+// every collection sorted. The JSON field tags of the exported types are part
+// of both formats: rename one only together with a version bump and a
+// decoder for the old form, since old logs and snapshots must stay readable.
+package fsm

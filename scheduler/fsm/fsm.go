@@ -1,0 +1,464 @@
+package fsm
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// FSM is the replicated state. It implements raft.FSM.
+//
+// Raft calls Apply, Snapshot and Restore from one goroutine; the query
+// methods may be called from any goroutine at any time.
+type FSM struct {
+	mu      sync.RWMutex
+	st      *state
+	changed chan struct{} // closed and replaced after every change
+}
+
+// state is everything replicated. Only apply and restore write it, with
+// f.mu held.
+type state struct {
+	appliedIndex uint64
+	tenants      map[string]*Tenant
+	coordinators map[string]*Coordinator
+	// modules holds every version of a module, version v at index v-1.
+	modules map[moduleKey][]*Module
+	workers map[string]*Worker
+	jobs    map[string]*Job
+}
+
+type moduleKey struct{ tenant, name string }
+
+func newState() *state {
+	return &state{
+		tenants:      map[string]*Tenant{DefaultTenant: {ID: DefaultTenant, Created: time.Unix(0, 0).UTC()}},
+		coordinators: map[string]*Coordinator{},
+		modules:      map[moduleKey][]*Module{},
+		workers:      map[string]*Worker{},
+		jobs:         map[string]*Job{},
+	}
+}
+
+// New returns the state of an empty cluster: tenant "default" and nothing
+// else.
+func New() *FSM {
+	return &FSM{st: newState(), changed: make(chan struct{})}
+}
+
+var _ raft.FSM = (*FSM)(nil)
+
+// Apply implements raft.FSM. It returns the command's result (see each
+// command type), or an error value when the command was refused; a refused
+// command changes nothing but AppliedIndex.
+func (f *FSM) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	res, err := f.ApplyCommand(l.Index, l.Data)
+	if err != nil {
+		return err
+	}
+	return res
+}
+
+// ApplyCommand applies an encoded command as the entry at log index index.
+// Indexes must increase from call to call. This is Apply without Raft: tests
+// and tools replay logs with it.
+func (f *FSM) ApplyCommand(index uint64, data []byte) (any, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if index <= f.st.appliedIndex {
+		return nil, fmt.Errorf("apply index %d after %d: %w", index, f.st.appliedIndex, ErrIndexOrder)
+	}
+	// A refused command still counts as applied: AppliedIndex says how far
+	// the log has been processed, whatever each entry's outcome.
+	f.st.appliedIndex = index
+	defer f.notifyLocked()
+	env, err := Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("apply index %d: %w", index, err)
+	}
+	// Validation runs again here, not only in Encode: the log may hold
+	// commands from proposers of another version.
+	if err := env.Command.validate(); err != nil {
+		return nil, fmt.Errorf("apply %s at index %d: %w", env.Type, index, err)
+	}
+	a := applier{st: f.st, index: index, at: env.At}
+	res, err := a.apply(env.Command)
+	if err != nil {
+		return nil, fmt.Errorf("apply %s at index %d: %w", env.Type, index, err)
+	}
+	return res, nil
+}
+
+// Changed returns a channel closed at the next change of the state (an
+// applied command or a restore). Leader loops wait on it instead of polling.
+func (f *FSM) Changed() <-chan struct{} {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	return f.changed
+}
+
+func (f *FSM) notifyLocked() {
+	close(f.changed)
+	f.changed = make(chan struct{})
+}
+
+// applier applies one command. Every handler checks everything before it
+// changes anything, so that a refused command leaves the state untouched.
+type applier struct {
+	st    *state
+	index uint64
+	at    time.Time
+}
+
+func (a *applier) apply(cmd Command) (any, error) {
+	switch c := cmd.(type) {
+	case *CreateTenant:
+		return a.createTenant(c)
+	case *RegisterCoordinator:
+		return a.registerCoordinator(c)
+	case *RegisterModule:
+		return a.registerModule(c)
+	case *RegisterWorker:
+		return a.registerWorker(c)
+	case *WorkerDown:
+		return a.workerDown(c)
+	case *SubmitJob:
+		return a.submitJob(c)
+	case *PlaceJob:
+		return a.placeJob(c)
+	case *JobWaiting:
+		return a.jobWaiting(c)
+	case *TaskFinished:
+		return a.taskFinished(c)
+	case *TaskFailed:
+		return a.taskFailed(c)
+	case *FinishJob:
+		return a.finishJob(c)
+	case *FailJob:
+		return a.failJob(c)
+	case *CancelJob:
+		return a.cancelJob(c)
+	}
+	// Unreachable while newCommand and this switch agree; an error, not a
+	// panic, if they ever do not.
+	return nil, fmt.Errorf("type %q: %w", cmd.Type(), ErrUnknownCommand)
+}
+
+func (a *applier) createTenant(c *CreateTenant) (any, error) {
+	if _, ok := a.st.tenants[c.ID]; ok {
+		return nil, fmt.Errorf("tenant %q: %w", c.ID, ErrTenantExists)
+	}
+	t := &Tenant{ID: c.ID, Created: a.at}
+	a.st.tenants[c.ID] = t
+	return *t, nil
+}
+
+func (a *applier) registerCoordinator(c *RegisterCoordinator) (any, error) {
+	co := &Coordinator{ID: c.ID, RaftAddress: c.RaftAddress, APIAddress: c.APIAddress}
+	a.st.coordinators[c.ID] = co
+	return *co, nil
+}
+
+func (a *applier) tenant(id string) error {
+	if _, ok := a.st.tenants[id]; !ok {
+		return fmt.Errorf("tenant %q: %w", id, ErrTenantNotFound)
+	}
+	return nil
+}
+
+func (a *applier) registerModule(c *RegisterModule) (any, error) {
+	if err := a.tenant(c.Tenant); err != nil {
+		return nil, err
+	}
+	key := moduleKey{c.Tenant, c.Name}
+	versions := a.st.modules[key]
+	if n := len(versions); n > 0 && versions[n-1].SHA256 == c.SHA256 {
+		return *versions[n-1], nil
+	}
+	m := &Module{
+		Tenant:  c.Tenant,
+		Name:    c.Name,
+		Version: len(versions) + 1,
+		SHA256:  c.SHA256,
+		Size:    c.Size,
+		Created: a.at,
+	}
+	a.st.modules[key] = append(versions, m)
+	return *m, nil
+}
+
+func (a *applier) registerWorker(c *RegisterWorker) (any, error) {
+	w, known := a.st.workers[c.ID]
+	if known && w.Incarnation != c.Incarnation {
+		a.restartJobsOn(c.ID, fmt.Sprintf("worker %s restarted", c.ID))
+	}
+	if !known {
+		w = &Worker{ID: c.ID, Registered: a.at}
+		a.st.workers[c.ID] = w
+	}
+	w.Address = c.Address
+	w.Slots = c.Slots
+	w.Incarnation = c.Incarnation
+	w.State = WorkerAlive
+	w.Message = ""
+	w.Updated = a.at
+	out := *w
+	out.UsedSlots = a.st.usedSlots()[w.ID]
+	return out, nil
+}
+
+func (a *applier) workerDown(c *WorkerDown) (any, error) {
+	w, ok := a.st.workers[c.ID]
+	if !ok {
+		return nil, fmt.Errorf("worker %q: %w", c.ID, ErrWorkerNotFound)
+	}
+	if w.State == WorkerDead {
+		return []string(nil), nil
+	}
+	w.State = WorkerDead
+	w.Message = clip(c.Reason)
+	w.Updated = a.at
+	msg := fmt.Sprintf("worker %s down", c.ID)
+	if c.Reason != "" {
+		msg += ": " + c.Reason
+	}
+	return a.restartJobsOn(c.ID, msg), nil
+}
+
+// restartJobsOn moves every running job with an unfinished task on worker
+// to RESTARTING and returns their ids, sorted.
+func (a *applier) restartJobsOn(worker, msg string) []string {
+	var restarted []string
+	for _, j := range a.st.jobs {
+		if !j.holdsSlots() {
+			continue
+		}
+		for task, wid := range j.Deployment {
+			if wid == worker && !j.taskFinished(task) {
+				a.restart(j, msg)
+				restarted = append(restarted, j.ID)
+				break
+			}
+		}
+	}
+	sort.Strings(restarted)
+	return restarted
+}
+
+func (a *applier) restart(j *Job, msg string) {
+	j.State = JobRestarting
+	j.Restarts++
+	j.Message = clip(msg)
+	j.Deployment = nil
+	j.FinishedTasks = nil
+	j.Updated = a.at
+}
+
+func (a *applier) submitJob(c *SubmitJob) (any, error) {
+	if err := a.tenant(c.Tenant); err != nil {
+		return nil, err
+	}
+	id := "job-" + strconv.FormatUint(a.index, 10)
+	j := &Job{
+		ID:          id,
+		Tenant:      c.Tenant,
+		Name:        c.Name,
+		Spec:        slices.Clone(c.Spec),
+		Tasks:       slices.Clone(c.Tasks),
+		State:       JobWaitingForSlots,
+		Message:     "waiting for placement",
+		SubmitIndex: a.index,
+		Submitted:   a.at,
+		Updated:     a.at,
+	}
+	a.st.jobs[id] = j
+	return j.clone(), nil
+}
+
+func (a *applier) job(id string) (*Job, error) {
+	j, ok := a.st.jobs[id]
+	if !ok {
+		return nil, fmt.Errorf("job %s: %w", id, ErrJobNotFound)
+	}
+	return j, nil
+}
+
+func (a *applier) placeJob(c *PlaceJob) (any, error) {
+	j, err := a.job(c.JobID)
+	if err != nil {
+		return nil, err
+	}
+	if j.State != JobWaitingForSlots && j.State != JobRestarting {
+		return nil, fmt.Errorf("place job %s: state %s: %w", j.ID, j.State, ErrJobState)
+	}
+	if c.Attempt != j.Attempt+1 {
+		return nil, fmt.Errorf("place job %s as attempt %d, next is %d: %w", j.ID, c.Attempt, j.Attempt+1, ErrStaleAttempt)
+	}
+	if len(c.Deployment) != len(j.Tasks) {
+		return nil, fmt.Errorf("place job %s: %d tasks deployed, job has %d: %w", j.ID, len(c.Deployment), len(j.Tasks), ErrInvalidPlacement)
+	}
+	used := a.st.usedSlots()
+	for _, task := range j.Tasks { // j.Tasks, not the map: a deterministic first error
+		wid, ok := c.Deployment[task]
+		if !ok {
+			return nil, fmt.Errorf("place job %s: task %q not deployed: %w", j.ID, task, ErrInvalidPlacement)
+		}
+		w, ok := a.st.workers[wid]
+		if !ok {
+			return nil, fmt.Errorf("place job %s: task %q on unknown worker %q: %w", j.ID, task, wid, ErrInvalidPlacement)
+		}
+		if w.State != WorkerAlive {
+			return nil, fmt.Errorf("place job %s: task %q on dead worker %s: %w", j.ID, task, wid, ErrInvalidPlacement)
+		}
+		used[wid]++
+		if used[wid] > w.Slots {
+			return nil, fmt.Errorf("place job %s: worker %s has %d slots, would use %d: %w", j.ID, wid, w.Slots, used[wid], ErrInvalidPlacement)
+		}
+	}
+	j.Attempt = c.Attempt
+	j.State = JobRunning
+	j.Message = ""
+	j.Deployment = make(map[string]string, len(j.Tasks))
+	for _, task := range j.Tasks {
+		j.Deployment[task] = c.Deployment[task]
+	}
+	j.FinishedTasks = nil
+	j.Updated = a.at
+	return j.clone(), nil
+}
+
+func (a *applier) jobWaiting(c *JobWaiting) (any, error) {
+	j, err := a.job(c.JobID)
+	if err != nil {
+		return nil, err
+	}
+	if j.State != JobWaitingForSlots && j.State != JobRestarting {
+		return nil, fmt.Errorf("job %s waits for slots: state %s: %w", j.ID, j.State, ErrJobState)
+	}
+	msg := clip(c.Message)
+	if j.State != JobWaitingForSlots || j.Message != msg {
+		j.State = JobWaitingForSlots
+		j.Message = msg
+		j.Updated = a.at
+	}
+	return j.clone(), nil
+}
+
+// runningTask returns the job if it is running attempt and has task.
+func (a *applier) runningTask(jobID string, attempt int, task string) (*Job, error) {
+	j, err := a.job(jobID)
+	if err != nil {
+		return nil, err
+	}
+	if attempt != j.Attempt {
+		return nil, fmt.Errorf("job %s task %q: attempt %d, current is %d: %w", j.ID, task, attempt, j.Attempt, ErrStaleAttempt)
+	}
+	if j.State != JobRunning {
+		return nil, fmt.Errorf("job %s task %q: state %s: %w", j.ID, task, j.State, ErrJobState)
+	}
+	if !j.hasTask(task) {
+		return nil, fmt.Errorf("job %s: no task %q: %w", j.ID, task, ErrMalformed)
+	}
+	return j, nil
+}
+
+func (a *applier) taskFinished(c *TaskFinished) (any, error) {
+	j, err := a.runningTask(c.JobID, c.Attempt, c.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	i, found := slices.BinarySearch(j.FinishedTasks, c.TaskID)
+	if found {
+		return j.clone(), nil
+	}
+	j.FinishedTasks = slices.Insert(j.FinishedTasks, i, c.TaskID)
+	j.Updated = a.at
+	if len(j.FinishedTasks) == len(j.Tasks) {
+		j.State = JobFinished
+		j.Message = ""
+	}
+	return j.clone(), nil
+}
+
+func (a *applier) taskFailed(c *TaskFailed) (any, error) {
+	j, err := a.runningTask(c.JobID, c.Attempt, c.TaskID)
+	if err != nil {
+		return nil, err
+	}
+	msg := fmt.Sprintf("task %s of attempt %d failed", c.TaskID, c.Attempt)
+	if c.Message != "" {
+		msg += ": " + c.Message
+	}
+	a.restart(j, msg)
+	return j.clone(), nil
+}
+
+func (a *applier) finishJob(c *FinishJob) (any, error) {
+	j, err := a.job(c.JobID)
+	if err != nil {
+		return nil, err
+	}
+	if c.Attempt != j.Attempt {
+		return nil, fmt.Errorf("job %s finished: attempt %d, current is %d: %w", j.ID, c.Attempt, j.Attempt, ErrStaleAttempt)
+	}
+	if j.State != JobRunning {
+		return nil, fmt.Errorf("job %s finished: state %s: %w", j.ID, j.State, ErrJobState)
+	}
+	j.State = JobFinished
+	j.Message = ""
+	j.Updated = a.at
+	return j.clone(), nil
+}
+
+func (a *applier) failJob(c *FailJob) (any, error) {
+	j, err := a.job(c.JobID)
+	if err != nil {
+		return nil, err
+	}
+	if j.State.Terminal() {
+		return nil, fmt.Errorf("job %s failed: state %s: %w", j.ID, j.State, ErrJobState)
+	}
+	j.State = JobFailed
+	j.Message = clip(c.Message)
+	j.Updated = a.at
+	return j.clone(), nil
+}
+
+func (a *applier) cancelJob(c *CancelJob) (any, error) {
+	j, ok := a.st.jobs[c.JobID]
+	if !ok || j.Tenant != c.Tenant {
+		// Another tenant's job is reported exactly like a missing one.
+		return nil, fmt.Errorf("job %s: %w", c.JobID, ErrJobNotFound)
+	}
+	if j.State.Terminal() {
+		return nil, fmt.Errorf("cancel job %s: state %s: %w", j.ID, j.State, ErrJobState)
+	}
+	j.State = JobCanceled
+	j.Message = "canceled"
+	j.Updated = a.at
+	return j.clone(), nil
+}
+
+// usedSlots counts, per worker, the unfinished tasks of running jobs.
+func (s *state) usedSlots() map[string]int {
+	used := make(map[string]int, len(s.workers))
+	for _, j := range s.jobs {
+		if !j.holdsSlots() {
+			continue
+		}
+		for task, wid := range j.Deployment {
+			if !j.taskFinished(task) {
+				used[wid]++
+			}
+		}
+	}
+	return used
+}

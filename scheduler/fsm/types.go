@@ -1,0 +1,179 @@
+package fsm
+
+import (
+	"maps"
+	"slices"
+	"strconv"
+	"time"
+)
+
+// DefaultTenant is the tenant that exists in every fresh FSM.
+const DefaultTenant = "default"
+
+// Tenant is the unit of isolation: modules and jobs belong to exactly one.
+type Tenant struct {
+	ID      string    `json:"id"`
+	Created time.Time `json:"created"`
+}
+
+// Coordinator is a member of the Raft group as known to clients: followers
+// look up the leader's API address here to forward or redirect requests.
+type Coordinator struct {
+	ID          string `json:"id"`
+	RaftAddress string `json:"raft_address"`
+	APIAddress  string `json:"api_address"`
+}
+
+// Module is one registered version of an operator module. The bytes live in
+// the blob store under SHA256; the FSM records only their identity.
+type Module struct {
+	Tenant  string `json:"tenant"`
+	Name    string `json:"name"`
+	Version int    `json:"version"` // 1, 2, ... per (tenant, name)
+	// SHA256 is the lowercase hex digest of the module's bytes.
+	SHA256  string    `json:"sha256"`
+	Size    int64     `json:"size"`
+	Created time.Time `json:"created"`
+}
+
+// Ref is the module's reference as a job spec writes it: "name@version".
+func (m Module) Ref() string { return m.Name + "@" + strconv.Itoa(m.Version) }
+
+// WorkerState says whether the leader considers a worker usable.
+type WorkerState string
+
+// Worker states.
+const (
+	WorkerAlive WorkerState = "ALIVE"
+	WorkerDead  WorkerState = "DEAD"
+)
+
+// Worker is a process offering slots to run tasks.
+type Worker struct {
+	ID string `json:"id"`
+	// Address is where other workers and the coordinator reach its data and
+	// control services.
+	Address string `json:"address"`
+	Slots   int    `json:"slots"`
+	// Incarnation identifies one run of the worker process. A worker that
+	// registers again with another incarnation has lost its tasks.
+	Incarnation string      `json:"incarnation"`
+	State       WorkerState `json:"state"`
+	// Message says why a dead worker is dead.
+	Message    string    `json:"message,omitempty"`
+	Registered time.Time `json:"registered"`
+	Updated    time.Time `json:"updated"`
+
+	// UsedSlots is derived by queries (tasks of running jobs deployed here
+	// that have not finished); it is not part of the replicated state.
+	UsedSlots int `json:"-"`
+}
+
+// FreeSlots is the number of slots a new task could use: zero for a dead
+// worker.
+func (w Worker) FreeSlots() int {
+	if w.State != WorkerAlive || w.UsedSlots >= w.Slots {
+		return 0
+	}
+	return w.Slots - w.UsedSlots
+}
+
+// JobState is the lifecycle state of a job. The names match the API's.
+type JobState string
+
+// Job states.
+const (
+	// JobWaitingForSlots: submitted (or restarting) and not placed, because
+	// there are too few free slots; Message says how many it needs.
+	JobWaitingForSlots JobState = "WAITING_FOR_SLOTS"
+	// JobRunning: placed; Deployment says where each task runs.
+	JobRunning JobState = "RUNNING"
+	// JobRestarting: a task failed or its worker was lost; the leader will
+	// place the job again (after its restart backoff) or fail it.
+	JobRestarting JobState = "RESTARTING"
+	JobFinished   JobState = "FINISHED"
+	JobFailed     JobState = "FAILED"
+	JobCanceled   JobState = "CANCELED"
+)
+
+// Terminal reports whether a job in this state will never run again.
+func (s JobState) Terminal() bool {
+	return s == JobFinished || s == JobFailed || s == JobCanceled
+}
+
+// Job is a submitted job and its current deployment.
+type Job struct {
+	// ID is assigned by the FSM from the log index of the SubmitJob command:
+	// "job-<index>".
+	ID     string `json:"id"`
+	Tenant string `json:"tenant"`
+	Name   string `json:"name"`
+	// Spec is the job spec as submitted; the FSM does not interpret it.
+	Spec []byte `json:"spec,omitempty"`
+	// Tasks are the job's task ids, each needing one slot, as computed from
+	// the spec when the job was submitted.
+	Tasks   []string `json:"tasks,omitempty"`
+	State   JobState `json:"state"`
+	Message string   `json:"message,omitempty"`
+	// Attempt counts placements: 0 until first placed, then 1, 2, ... Task
+	// reports name the attempt they belong to; reports of older attempts are
+	// refused.
+	Attempt int `json:"attempt"`
+	// Restarts counts transitions from RUNNING to RESTARTING.
+	Restarts int `json:"restarts"`
+	// Deployment maps each task id to the worker id running it in the
+	// current attempt. Workers reconcile against the deployments of RUNNING
+	// jobs: a task not in one of them must stop.
+	Deployment map[string]string `json:"deployment,omitempty"`
+	// FinishedTasks are the tasks of the current attempt that have finished,
+	// sorted; a finished task no longer holds its slot.
+	FinishedTasks []string `json:"finished_tasks,omitempty"`
+	// SubmitIndex is the log index of the SubmitJob command; jobs are listed
+	// in this order.
+	SubmitIndex uint64    `json:"submit_index"`
+	Submitted   time.Time `json:"submitted"`
+	Updated     time.Time `json:"updated"`
+
+	// Checkpoints and Savepoints hold the completed snapshots of the job's
+	// state, oldest first. Their shape is provisional: the checkpointing work
+	// fills them in.
+	Checkpoints []Checkpoint `json:"checkpoints,omitempty"`
+	Savepoints  []Savepoint  `json:"savepoints,omitempty"`
+}
+
+// Checkpoint is a completed checkpoint of a job.
+type Checkpoint struct {
+	ID      uint64 `json:"id"`
+	Attempt int    `json:"attempt"`
+	// Location is the checkpoint's manifest in checkpoint storage.
+	Location  string    `json:"location"`
+	Completed time.Time `json:"completed"`
+}
+
+// Savepoint is a completed, user-triggered savepoint of a job.
+type Savepoint struct {
+	ID        string    `json:"id"`
+	Location  string    `json:"location"`
+	Completed time.Time `json:"completed"`
+}
+
+func (j *Job) clone() Job {
+	c := *j
+	c.Spec = slices.Clone(j.Spec)
+	c.Tasks = slices.Clone(j.Tasks)
+	c.Deployment = maps.Clone(j.Deployment)
+	c.FinishedTasks = slices.Clone(j.FinishedTasks)
+	c.Checkpoints = slices.Clone(j.Checkpoints)
+	c.Savepoints = slices.Clone(j.Savepoints)
+	return c
+}
+
+// holdsSlots reports whether the job's unfinished tasks occupy slots.
+func (j *Job) holdsSlots() bool { return j.State == JobRunning }
+
+func (j *Job) taskFinished(task string) bool {
+	_, found := slices.BinarySearch(j.FinishedTasks, task)
+	return found
+}
+
+func (j *Job) hasTask(task string) bool { return slices.Contains(j.Tasks, task) }
