@@ -201,7 +201,8 @@ var importVersions = map[string]uint32{
 	ImportProcessingTime:  2,
 }
 
-// Status codes returned by eddy_open, eddy_process and eddy_close.
+// Status codes returned by eddy_open, eddy_process, eddy_on_timer, the
+// eddy_agg_* calls and eddy_close.
 const (
 	StatusOK    = 0 // success
 	StatusError = 1 // the operator failed; the message was set with fail

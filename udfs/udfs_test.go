@@ -73,12 +73,15 @@ func TestMain(m *testing.M) {
 }
 
 // moduleVersions are the built modules and the ABI version each must
-// declare: the stateful ones 2, the others 1.
+// declare: the stateful ones 2, the aggregate 3, the others (the window
+// function top-n too) 1.
 var moduleVersions = map[string]uint64{
 	"project-go": 1, "project-c": 1,
 	"split-go": 1, "split-c": 1,
 	"counter-go": 2, "counter-c": 2,
 	"country-change-go": 2, "country-change-c": 2,
+	"card-stats-go": 3, "card-stats-c": 3,
+	"top-n-go": 1, "top-n-c": 1,
 }
 
 // calls is what the host saw during the guest calls of one instance.
@@ -529,6 +532,17 @@ func TestInterface(t *testing.T) {
 		udf := name[:strings.LastIndex(name, "-")]
 		if want := v2Used[udf]; !slices.Equal(v2, want) {
 			t.Errorf("%s: version 2 imports %v, want %v", name, v2, want)
+		}
+		// An aggregate module exports all the aggregate functions, and
+		// only a module that declares version 3 exports any.
+		for fn, sig := range abi.AggregateExports {
+			def, ok := exports[fn]
+			if ok != (moduleVersions[name] == abi.AggregateVersion) {
+				t.Errorf("%s (version %d): exports %s: %v", name, moduleVersions[name], fn, ok)
+			}
+			if ok {
+				checkSignature(t, name+" export "+fn, def, sig)
+			}
 		}
 		def, exported := exports[exportOnTimer]
 		if slices.Contains(v2, importTimerRegister) && !exported {

@@ -3,10 +3,13 @@ package window_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/eddy-stream/eddy/dataflow"
+	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/host"
 )
 
 // BenchmarkSlidingCount is the throughput of the window operator alone on
@@ -24,7 +27,41 @@ func BenchmarkSlidingCount(b *testing.B) { benchSlidingCount(b, 10_000) }
 // records a pane of each key, where the cost is that of the records.
 func BenchmarkSlidingCountHotKeys(b *testing.B) { benchSlidingCount(b, 100) }
 
+// BenchmarkSlidingWasmAggregate is BenchmarkSlidingCountHotKeys with
+// records, total and largest amount and distinct countries computed by the
+// Wasm aggregate udfs/card-stats (in C and in Go), against the built-ins
+// count, sum(amount) and max(amount): the cost of the Wasm boundary on the
+// record path (one eddy_agg_add per record, one eddy_agg_merge per pane of
+// a firing window).
+func BenchmarkSlidingWasmAggregate(b *testing.B) {
+	ctx := context.Background()
+	e, err := host.NewEngine(ctx, host.Config{Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer e.Close(ctx)
+	for _, name := range []string{"builtin", "card-stats-c", "card-stats-go"} {
+		b.Run(name, func(b *testing.B) {
+			node := windowNode(sliding(10*60_000, 60_000), "count", "sum(amount)", "max(amount)")
+			var modules map[string]*host.Module
+			if name != "builtin" {
+				m, err := e.Load(ctx, "../../udfs/build/"+name+".wasm")
+				if err != nil {
+					b.Fatal(err)
+				}
+				modules = map[string]*host.Module{name: m}
+				node.Aggregate = &jobspec.AggregateSpec{Wasm: &jobspec.WasmSpec{Module: name}, Name: "stats"}
+			}
+			benchSliding(b, 100, node, modules)
+		})
+	}
+}
+
 func benchSlidingCount(b *testing.B, keys int) {
+	benchSliding(b, keys, windowNode(sliding(10*60_000, 60_000), "count"), nil)
+}
+
+func benchSliding(b *testing.B, keys int, node *jobspec.Node, modules map[string]*host.Module) {
 	const (
 		batchSize = 256
 		stepMs    = 10
@@ -34,11 +71,11 @@ func benchSlidingCount(b *testing.B, keys int) {
 	values := make([][]byte, keys)
 	for i := range keyNames {
 		keyNames[i] = fmt.Appendf(nil, "card-%05d", i)
-		values[i] = fmt.Appendf(nil, `{"card":"card-%05d","amount":12.5}`, i)
+		values[i] = fmt.Appendf(nil, `{"card":"card-%05d","country":"%s","amount":%d.%02d}`, i, []string{"DE", "FR", "NL"}[i%3], 10+i%50, i%100)
 	}
 	for _, bk := range backends {
 		b.Run(bk.name, func(b *testing.B) {
-			h := newHarness(b, bk.open(b), windowNode(sliding(10*60_000, 60_000), "count"))
+			h := newHarnessWith(b, bk.open(b), node, modules)
 			ctx := context.Background()
 			in := dataflow.NewBatch(batchSize)
 			ts, n, fired := int64(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()), 0, 0

@@ -38,10 +38,11 @@ const (
 
 // genRecord is one generated transaction as the window sees it.
 type genRecord struct {
-	key    string
-	ts     int64
-	amount float64
-	value  string
+	key     string
+	ts      int64
+	amount  float64
+	value   string
+	country string
 }
 
 // sourceBatch is what one Next call of one source subtask returned, and the
@@ -76,13 +77,15 @@ func regenerate(t *testing.T, spec *jobspec.Spec, subtask, parallelism int) []so
 			sb := sourceBatch{wm: math.MinInt64}
 			for _, r := range b.Records {
 				var v struct {
-					Card   string  `json:"card"`
-					Amount float64 `json:"amount"`
+					Card    string  `json:"card"`
+					Country string  `json:"country"`
+					Amount  float64 `json:"amount"`
 				}
 				if err := json.Unmarshal(r.Value, &v); err != nil {
 					t.Fatal(err)
 				}
-				sb.recs = append(sb.recs, genRecord{key: v.Card, ts: r.Timestamp, amount: v.Amount, value: string(r.Value)})
+				sb.recs = append(sb.recs, genRecord{key: v.Card, ts: r.Timestamp, amount: v.Amount, value: string(r.Value),
+					country: v.Country})
 				maxTs = max(maxTs, r.Timestamp)
 			}
 			if w := maxTs - ooo - 1; w > wm {
@@ -109,6 +112,9 @@ type agg struct {
 	Min   *float64 `json:"min"`
 	Max   *float64 `json:"max"`
 	Avg   *float64 `json:"avg"`
+	// Extra is what a Wasm aggregate or window function computed, in a
+	// form that compares exactly (see wasmAgg).
+	Extra string `json:"-"`
 }
 
 func (a agg) String() string {
@@ -118,7 +124,7 @@ func (a agg) String() string {
 		}
 		return fmt.Sprint(*p)
 	}
-	return fmt.Sprintf("%s [%d,%d) count=%d sum=%s min=%s max=%s avg=%s", a.Key, a.Start, a.End, a.Count, f(a.Sum), f(a.Min), f(a.Max), f(a.Avg))
+	return fmt.Sprintf("%s [%d,%d) count=%d sum=%s min=%s max=%s avg=%s %s", a.Key, a.Start, a.End, a.Count, f(a.Sum), f(a.Min), f(a.Max), f(a.Avg), a.Extra)
 }
 
 func closeTo(a, b *float64) bool {
@@ -130,7 +136,7 @@ func closeTo(a, b *float64) bool {
 
 func (a agg) equal(b agg) bool {
 	return a.Key == b.Key && a.Start == b.Start && a.End == b.End && a.Count == b.Count &&
-		closeTo(a.Sum, b.Sum) && closeTo(a.Min, b.Min) && closeTo(a.Max, b.Max) && closeTo(a.Avg, b.Avg)
+		closeTo(a.Sum, b.Sum) && closeTo(a.Min, b.Min) && closeTo(a.Max, b.Max) && closeTo(a.Avg, b.Avg) && a.Extra == b.Extra
 }
 
 // aggregate computes a pane's result from its records.
@@ -167,6 +173,7 @@ type model struct {
 	emitted map[winKey][]agg
 	late    []string
 	bridges int // records behind the watermark that merged two or more sessions
+	wasm    *wasmAgg
 }
 
 type pane struct {
@@ -191,7 +198,11 @@ func newModel(w *jobspec.WindowSpec) *model {
 }
 
 func (m *model) emit(p *pane) {
-	m.emitted[p.w] = append(m.emitted[p.w], aggregate(p.w.key, p.w.start, p.w.end, p.recs))
+	summarize := aggregate
+	if m.wasm != nil {
+		summarize = m.wasm.model
+	}
+	m.emitted[p.w] = append(m.emitted[p.w], summarize(p.w.key, p.w.start, p.w.end, p.recs))
 }
 
 // gone: the window's state is cleaned up once the watermark reaches its
@@ -286,7 +297,8 @@ type e2eCase struct {
 	window string // the window: mapping of the spec
 	// parallelism of the job and of its source
 	parallelism, sourceParallelism int
-	late                           bool // with a late_output read by a sink
+	late                           bool     // with a late_output read by a sink
+	wasm                           *wasmAgg // aggregated by a Wasm module, not the built-ins
 	// The data must exercise what the case is about (exact tests): some
 	// late records, re-firings, sessions bridged by a record.
 	wantLate, wantRefires, wantBridges bool
@@ -303,6 +315,10 @@ func (c e2eCase) spec(t *testing.T, dir, backend string) *jobspec.Spec {
     input: late
     sink: {file: {path: %q}}`, filepath.Join(dir, "late.jsonl"))
 	}
+	aggregateSpec := "[count, sum(amount), min(amount), max(amount), avg(amount)]"
+	if c.wasm != nil {
+		aggregateSpec = c.wasm.spec
+	}
 	text := fmt.Sprintf(`name: window-e2e
 parallelism: %d
 batch_size: %d
@@ -316,11 +332,11 @@ nodes:
     input: txns
     key_by: card
     window: %s
-    aggregate: [count, sum(amount), min(amount), max(amount), avg(amount)]
+    aggregate: %s
   - name: results
     input: per_card
     sink: {file: {path: %q}}%s
-`, c.parallelism, e2eBatch, backend, c.sourceParallelism, e2eGenerator, e2eOOO, window, filepath.Join(dir, "out.jsonl"), lateSink)
+`, c.parallelism, e2eBatch, backend, c.sourceParallelism, e2eGenerator, e2eOOO, window, aggregateSpec, filepath.Join(dir, "out.jsonl"), lateSink)
 	spec, err := jobspec.Parse([]byte(text), "")
 	if err != nil {
 		t.Fatalf("%v\n%s", err, text)
@@ -335,11 +351,15 @@ func runJob(t *testing.T, c e2eCase, bk backend) (*jobspec.Spec, map[winKey][]ag
 	dir := t.TempDir()
 	b := bk.open(t)
 	spec := c.spec(t, dir, bk.name)
-	job, err := dataflow.NewJob(context.Background(), spec, dataflow.Options{
+	opts := dataflow.Options{
 		Connectors:     connectors.Registry{},
 		StateBackends:  func(string) (state.Backend, error) { return b, nil },
 		WindowOperator: window.New,
-	})
+	}
+	if c.wasm != nil {
+		opts.Engine = testEngine(t)
+	}
+	job, err := dataflow.NewJob(context.Background(), spec, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -347,7 +367,15 @@ func runJob(t *testing.T, c e2eCase, bk backend) (*jobspec.Spec, map[winKey][]ag
 		t.Fatal(err)
 	}
 	results := map[winKey][]agg{}
-	for _, line := range readLines(t, filepath.Join(dir, "out.jsonl")) {
+	lines := readLines(t, filepath.Join(dir, "out.jsonl"))
+	if c.wasm != nil {
+		for _, a := range c.wasm.parse(t, lines) {
+			w := winKey{a.Key, a.Start, a.End}
+			results[w] = append(results[w], a)
+		}
+		return spec, results, readLines(t, filepath.Join(dir, "late.jsonl"))
+	}
+	for _, line := range lines {
 		var a agg
 		if err := json.Unmarshal([]byte(line), &a); err != nil {
 			t.Fatalf("result %s: %v", line, err)
@@ -399,50 +427,55 @@ func TestEndToEndExact(t *testing.T) {
 	}
 	for _, bk := range backends {
 		for _, c := range cases {
-			t.Run(bk.name+"/"+c.name, func(t *testing.T) {
-				spec, got, gotLate := runJob(t, c, bk)
-				win := spec.Node("per_card").Window
-				// One model per window subtask, fed the keys it owns.
-				p := spec.NodeParallelism(spec.Node("per_card"))
-				models := make([]*model, p)
-				for i := range models {
-					models[i] = newModel(win)
-				}
-				for _, sb := range regenerate(t, spec, 0, 1) {
-					for _, r := range sb.recs {
-						sub := state.SubtaskFor(state.KeyGroup([]byte(r.key), spec.MaxParallelism), p, spec.MaxParallelism)
-						models[sub].add(r)
-					}
-					for _, m := range models {
-						m.advance(sb.wm)
-					}
-				}
-				want := map[winKey][]agg{}
-				var wantLate []string
-				bridges := 0
-				for _, m := range models {
-					bridges += m.bridges
-					m.advance(math.MaxInt64)
-					for w, as := range m.emitted {
-						want[w] = as
-					}
-					wantLate = append(wantLate, m.late...)
-				}
-				refires := comparePanes(t, got, want)
-				if len(want) == 0 || (c.wantLate && len(wantLate) == 0) || (c.wantRefires && refires == 0) || (c.wantBridges && bridges == 0) {
-					t.Errorf("the generated data does not exercise this case: %d panes, %d late records, %d re-firings, %d bridges", len(want), len(wantLate), refires, bridges)
-				}
-				t.Logf("%d panes, %d re-firings, %d late records, %d sessions bridged by late records", len(want), refires, len(wantLate), bridges)
-				if !c.late {
-					wantLate = nil // dropped, not written
-				}
-				slices.Sort(gotLate)
-				slices.Sort(wantLate)
-				if !slices.Equal(gotLate, wantLate) {
-					t.Errorf("late output: %d records, want %d", len(gotLate), len(wantLate))
-				}
-			})
+			t.Run(bk.name+"/"+c.name, func(t *testing.T) { runExact(t, c, bk) })
 		}
+	}
+}
+
+// runExact runs an exact case and compares every result and late record
+// with the model's.
+func runExact(t *testing.T, c e2eCase, bk backend) {
+	spec, got, gotLate := runJob(t, c, bk)
+	win := spec.Node("per_card").Window
+	// One model per window subtask, fed the keys it owns.
+	p := spec.NodeParallelism(spec.Node("per_card"))
+	models := make([]*model, p)
+	for i := range models {
+		models[i] = newModel(win)
+		models[i].wasm = c.wasm
+	}
+	for _, sb := range regenerate(t, spec, 0, 1) {
+		for _, r := range sb.recs {
+			sub := state.SubtaskFor(state.KeyGroup([]byte(r.key), spec.MaxParallelism), p, spec.MaxParallelism)
+			models[sub].add(r)
+		}
+		for _, m := range models {
+			m.advance(sb.wm)
+		}
+	}
+	want := map[winKey][]agg{}
+	var wantLate []string
+	bridges := 0
+	for _, m := range models {
+		bridges += m.bridges
+		m.advance(math.MaxInt64)
+		for w, as := range m.emitted {
+			want[w] = as
+		}
+		wantLate = append(wantLate, m.late...)
+	}
+	refires := comparePanes(t, got, want)
+	if len(want) == 0 || (c.wantLate && len(wantLate) == 0) || (c.wantRefires && refires == 0) || (c.wantBridges && bridges == 0) {
+		t.Errorf("the generated data does not exercise this case: %d panes, %d late records, %d re-firings, %d bridges", len(want), len(wantLate), refires, bridges)
+	}
+	t.Logf("%d panes, %d re-firings, %d late records, %d sessions bridged by late records", len(want), refires, len(wantLate), bridges)
+	if !c.late {
+		wantLate = nil // dropped, not written
+	}
+	slices.Sort(gotLate)
+	slices.Sort(wantLate)
+	if !slices.Equal(gotLate, wantLate) {
+		t.Errorf("late output: %d records, want %d", len(gotLate), len(wantLate))
 	}
 }
 
@@ -612,9 +645,18 @@ func checkFinal(t *testing.T, got map[winKey][]agg, final map[winKey]agg, sessio
 func TestEndToEndGlobalCount(t *testing.T) {
 	const n = 7
 	for _, bk := range backends {
-		for _, par := range []int{1, 3} {
-			c := e2eCase{name: "global", window: fmt.Sprintf(`{global: {trigger: {count: %d}}}`, n), parallelism: par, sourceParallelism: par}
-			t.Run(fmt.Sprintf("%s/parallelism %d", bk.name, par), func(t *testing.T) {
+		for _, par := range []int{1, 3, 0} {
+			// 0: parallelism 1, aggregated by a Wasm module.
+			c := e2eCase{name: "global", window: fmt.Sprintf(`{global: {trigger: {count: %d}}}`, n), parallelism: max(par, 1), sourceParallelism: max(par, 1)}
+			name := fmt.Sprintf("%s/parallelism %d", bk.name, par)
+			summarize := aggregate
+			if par == 0 {
+				c.wasm = cardStats("c")
+				summarize = c.wasm.model
+				name = bk.name + "/card-stats-c"
+				par = 1
+			}
+			t.Run(name, func(t *testing.T) {
 				spec, got, _ := runJob(t, c, bk)
 				byKey := map[string][]genRecord{}
 				for sub := range par {
@@ -652,7 +694,7 @@ func TestEndToEndGlobalCount(t *testing.T) {
 						for _, r := range pane {
 							lo, hi = min(lo, r.ts), max(hi, r.ts)
 						}
-						if want := aggregate(key, lo, hi+1, pane); !slices.ContainsFunc(f, want.equal) {
+						if want := summarize(key, lo, hi+1, pane); !slices.ContainsFunc(f, want.equal) {
 							t.Errorf("key %s: no result %v among %v", key, want, f)
 						}
 					}

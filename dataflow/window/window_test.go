@@ -90,8 +90,14 @@ type harness struct {
 
 func newHarness(t testing.TB, b state.Backend, node *jobspec.Node) *harness {
 	t.Helper()
+	return newHarnessWith(t, b, node, nil)
+}
+
+// newHarnessWith is newHarness for a node aggregated by a Wasm module.
+func newHarnessWith(t testing.TB, b state.Backend, node *jobspec.Node, modules map[string]*host.Module) *harness {
+	t.Helper()
 	spec := &jobspec.Spec{Name: "test", Parallelism: 1, MaxParallelism: 128, Nodes: []jobspec.Node{*node}}
-	op, err := window.New(spec, node, nil)
+	op, err := window.New(spec, node, modules)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -560,6 +566,44 @@ func TestNewWasmKinds(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestWasmAggregateFails: a module that breaks the aggregate contract
+// fails the task with one line that names the window and the broken rule,
+// and does not present it as a state error.
+func TestWasmAggregateFails(t *testing.T) {
+	ctx := context.Background()
+	e, err := host.NewEngine(ctx, host.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close(ctx)
+	m, err := e.Load(ctx, "../../host/testdata/agg.wasm")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for mode, want := range map[string]string{
+		"short":   "eddy_agg_add emitted 0 records, want 1",
+		"badjson": "is not one JSON value",
+	} {
+		t.Run(mode, func(t *testing.T) {
+			n := windowNode(tumbling(10))
+			n.Aggregate = &jobspec.AggregateSpec{Wasm: &jobspec.WasmSpec{Module: "agg", Config: map[string]any{"mode": mode}}}
+			h := newHarnessWith(t, backends[0].open(t), n, map[string]*host.Module{"agg": m})
+			in := dataflow.NewBatch(4)
+			in.Add([]byte("a"), []byte("3"), 1)
+			err := h.op.Process(ctx, in, h.out)
+			if err == nil {
+				err = h.op.ProcessWatermark(ctx, 100, h.out)
+			}
+			if err == nil || !strings.Contains(err.Error(), want) || !errors.Is(err, host.ErrOperatorFailed) {
+				t.Fatalf("error %v, want ErrOperatorFailed containing %q", err, want)
+			}
+			if strings.Contains(err.Error(), "state:") || strings.Contains(err.Error(), "\n") {
+				t.Errorf("error %q: want one line, not a state error", err)
 			}
 		})
 	}

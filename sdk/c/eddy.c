@@ -171,6 +171,41 @@ int eddy_emit_kv(const uint8_t *key, uint32_t key_len, const uint8_t *value, uin
     return eddy_emit(&r);
 }
 
+uint8_t *eddy_buf_reserve(eddy_buf *b, uint32_t n) {
+    uint64_t need = (uint64_t)b->len + n, cap;
+    uint8_t *p;
+    /* Never NULL on success, even for n = 0 on an empty buffer. */
+    if (need <= b->cap && b->data) return b->data + b->len;
+    cap = 2 * (uint64_t)b->cap;
+    if (cap < need) cap = need;
+    if (cap < 64) cap = 64;
+    if (cap > UINT32_MAX) cap = need;
+    if (need > UINT32_MAX || !(p = realloc(b->data, (size_t)cap))) {
+        eddy_fail("eddy: out of memory for a buffer of %llu bytes", (unsigned long long)need);
+        return NULL;
+    }
+    b->data = p;
+    b->cap = (uint32_t)cap;
+    return b->data + b->len;
+}
+
+int eddy_buf_append(eddy_buf *b, const void *p, uint32_t n) {
+    uint8_t *at;
+    if (n == 0) return 0;
+    if (!(at = eddy_buf_reserve(b, n))) return -1;
+    memcpy(at, p, n);
+    b->len += n;
+    return 0;
+}
+
+int eddy_buf_byte(eddy_buf *b, uint8_t c) {
+    uint8_t *at = eddy_buf_reserve(b, 1);
+    if (!at) return -1;
+    *at = c;
+    b->len++;
+    return 0;
+}
+
 void eddy_headers_begin(eddy_header_iter *it, const eddy_record *r) {
     it->left = r->headers_len >= 4 ? get32(r->headers) : 0;
     it->next = it->left ? r->headers + 4 : NULL;
@@ -228,12 +263,16 @@ static int32_t outside_input(const char *what, const uint8_t *p, uint32_t len) {
     return 1;
 }
 
-/* Version 1 unless eddy_keyed.c is linked in: the reference is weak, so
- * without it the symbol's address is null. A module that uses keyed state
- * must link eddy_keyed.c (its functions are there), so it declares version
- * 2 exactly when it can import the version 2 functions. */
+/* Version 1 unless eddy_keyed.c or eddy_aggregate.c is linked in: the
+ * reference is weak, so without them the symbol's address is null. A
+ * module that uses keyed state must link eddy_keyed.c (its functions are
+ * there), so it declares version 2 exactly when it can import the version
+ * 2 functions; a module links eddy_aggregate.c exactly when it exports
+ * the aggregate functions of version 3. */
+extern const int32_t eddy__abi_version __attribute__((weak));
+
 EXPORT("eddy_abi_version") int32_t eddy_export_abi_version(void) {
-    return &eddy__keyed_abi_version != NULL ? eddy__keyed_abi_version : EDDY_ABI_VERSION;
+    return &eddy__abi_version != NULL ? eddy__abi_version : EDDY_ABI_VERSION;
 }
 
 /* Saves the reallocations a tiny configuration buffer followed by the first
@@ -321,8 +360,23 @@ int32_t eddy__run_batch(const char *range, const char *what, const uint8_t *batc
     return 0;
 }
 
-EXPORT("eddy_process") int32_t eddy_export_process(const uint8_t *batch, uint32_t len) {
+uint32_t eddy__batch_count(const uint8_t *batch) { return get32(batch + 4); }
+
+/* Weak: eddy_window.c replaces it with one that hands eddy_op_window the
+ * whole batch, and eddy_aggregate.c with one that refuses every batch. */
+__attribute__((weak)) EXPORT("eddy_process") int32_t eddy_export_process(const uint8_t *batch, uint32_t len) {
     return eddy__run_batch("batch", "input batch", batch, len, eddy_op_process);
+}
+
+int32_t eddy__run_call(int (*body)(void)) {
+    int rc;
+    failed = 0;
+    emitting = 1;
+    rc = body();
+    emitting = 0;
+    if (rc != 0) return call_failed(rc);
+    flush();
+    return 0;
 }
 
 EXPORT("eddy_close") int32_t eddy_export_close(void) {

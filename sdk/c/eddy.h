@@ -20,7 +20,9 @@
  *
  * Keyed state, timers and event time (ABI version 2) are in eddy_keyed.h;
  * a module that uses them also compiles sdk/c/eddy_keyed.c, which is what
- * makes it declare version 2.
+ * makes it declare version 2. For a window node, eddy_aggregate.h (an
+ * aggregate module, version 3) and eddy_window.h (a window function) take
+ * the place of eddy_op_process.
  *
  * The host drives one instance per task from one thread: nothing here is
  * reentrant or needs to be.
@@ -89,6 +91,28 @@ void eddy_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 
 /* Sets the error message of the current call (printf-formatted, truncated to
  * 1 KiB). Return nonzero from the eddy_op_ function afterwards. */
 void eddy_fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* A growable byte buffer for building values without allocating per
+ * record: appending to one that has room does not allocate. data comes
+ * from malloc; a zeroed eddy_buf is empty. eddy_aggregate.h hands the
+ * aggregate functions one to append to. */
+typedef struct eddy_buf {
+    uint8_t *data;
+    uint32_t len;
+    uint32_t cap;
+} eddy_buf;
+
+/* Makes room for n more bytes and returns b->data + b->len, where they go:
+ * write them and add n to b->len. Grows the buffer geometrically. Returns
+ * NULL after eddy_fail when memory runs out. */
+uint8_t *eddy_buf_reserve(eddy_buf *b, uint32_t n);
+
+/* Appends n bytes from p, which must not point into b. Returns 0, or
+ * nonzero after eddy_fail. */
+int eddy_buf_append(eddy_buf *b, const void *p, uint32_t n);
+
+/* Appends one byte. Returns 0, or nonzero after eddy_fail. */
+int eddy_buf_byte(eddy_buf *b, uint8_t c);
 
 /* One header; the pointers alias the record's headers block. */
 typedef struct eddy_header {

@@ -9,9 +9,13 @@
 
 #include "eddy.h"
 
-/* Defined by eddy_keyed.c as 2. eddy.c refers to it weakly: linking
- * eddy_keyed.c is what makes eddy_abi_version report version 2. */
-extern const int32_t eddy__keyed_abi_version __attribute__((weak));
+/* The module's ABI version when it is not 1: defined by eddy_keyed.c as 2
+ * and by eddy_aggregate.c as 3. eddy.c refers to it weakly (the attribute
+ * is there, not here, so that the definitions stay strong): linking one of
+ * those files is what makes eddy_abi_version report its version. Linking
+ * both fails with a duplicate symbol, as it should: an aggregate keeps no
+ * state of its own. */
+extern const int32_t eddy__abi_version;
 
 /* The key of the record being processed or of the timer firing; it aliases
  * the batch. eddy__has_key is 0 outside those calls. */
@@ -29,5 +33,14 @@ extern int eddy__opening;
  * status of the export: 0, or 1 after eddy_fail. */
 int32_t eddy__run_batch(const char *range, const char *what, const uint8_t *batch, uint32_t len,
                         int (*each)(const eddy_record *r));
+
+/* Runs body as the body of an export that may emit (eddy_agg_create):
+ * eddy_emit allowed, no current key, the output flushed when body returns
+ * 0, dropped when it fails. Returns the status of the export. */
+int32_t eddy__run_call(int (*body)(void));
+
+/* The number of records of a batch that eddy__run_batch has checked: for
+ * the each function of a batch that needs to know where it ends. */
+uint32_t eddy__batch_count(const uint8_t *batch);
 
 #endif /* EDDY_INTERNAL_H */

@@ -13,7 +13,7 @@
 #define EXPORT(name) __attribute__((export_name(name)))
 
 /* Linking this file makes the module declare version 2 (see eddy.c). */
-const int32_t eddy__keyed_abi_version = EDDY_KEYED_ABI_VERSION;
+const int32_t eddy__abi_version = EDDY_KEYED_ABI_VERSION;
 
 IMPORT("state_declare") int32_t eddy_host_state_declare(int32_t kind, const char *name, uint32_t name_len, int64_t ttl_ms);
 IMPORT("state_get") int32_t eddy_host_state_get(int32_t id, const uint8_t *key, uint32_t key_len, uint8_t *dst, uint32_t cap);

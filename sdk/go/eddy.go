@@ -20,7 +20,9 @@
 // Keyed state, timers and event time are in package keyed
 // (github.com/eddy-stream/eddy/sdk/go/keyed). A module that imports it
 // declares ABI version 2; one that does not stays at version 1, which every
-// host accepts.
+// host accepts. For a window node, package aggregate makes a module an
+// aggregate (ABI version 3) and package window a window function, in place
+// of an Operator.
 //
 // Records arrive in batches; the SDK decodes each batch, calls Process once
 // per record, and collects what Emit is given into one output buffer that it

@@ -1,8 +1,11 @@
 // Package sdktest runs small test operators built with each guest SDK (Go
 // in goguest/, C in testdata/cguest.c) under wazero, to check the SDKs' behaviour
 // inside a real Wasm guest: failure messages, panics, emit rules, the
-// eddy_alloc buffer. The tests build the guests themselves (go build, and
-// clang when it is installed), so they need no committed fixtures.
+// eddy_alloc buffer. Variants cover keyed state (keyedguest/,
+// testdata/ckeyed.c), aggregate modules (aggguest/, testdata/cagg.c) and
+// window functions (windowguest/, testdata/cwindow.c). The tests build the
+// guests themselves (go build, and clang when it is installed), so they
+// need no committed fixtures.
 //
 // It holds no code for other packages; the example operators and their
 // fixtures live in udfs/.

@@ -38,7 +38,8 @@ func build(t *testing.T) []string {
 			t.Fatalf("compile the %s guest: %v", name, err)
 		}
 		runtime.modules[name] = cm
-		if !strings.HasSuffix(name, keyedSuffix) {
+		// The variants (go-keyed, c-agg, …) have tests of their own.
+		if !strings.Contains(name, "-") {
 			langs = append(langs, name)
 		}
 	}
@@ -48,7 +49,8 @@ func build(t *testing.T) []string {
 func buildWasm(t *testing.T) map[string][]byte {
 	dir := t.TempDir()
 	mods := map[string][]byte{}
-	for name, pkg := range map[string]string{"go": "./goguest", "go" + keyedSuffix: "./keyedguest"} {
+	for name, pkg := range map[string]string{"go": "./goguest", "go" + keyedSuffix: "./keyedguest",
+		"go" + aggSuffix: "./aggguest", "go" + windowSuffix: "./windowguest"} {
 		out := filepath.Join(dir, name+".wasm")
 		// The same flags as udfs/Makefile, so that stripping is covered too.
 		cmd := exec.Command("go", "build", "-buildmode=c-shared", "-trimpath", "-ldflags=-s -w", "-o", out, pkg)
@@ -63,8 +65,10 @@ func buildWasm(t *testing.T) map[string][]byte {
 		return mods
 	}
 	for name, srcs := range map[string][]string{
-		"c":               {"testdata/cguest.c", "../../c/eddy.c"},
-		"c" + keyedSuffix: {"testdata/ckeyed.c", "../../c/eddy.c", "../../c/eddy_keyed.c"},
+		"c":                {"testdata/cguest.c", "../../c/eddy.c"},
+		"c" + keyedSuffix:  {"testdata/ckeyed.c", "../../c/eddy.c", "../../c/eddy_keyed.c"},
+		"c" + aggSuffix:    {"testdata/cagg.c", "../../c/eddy.c", "../../c/eddy_aggregate.c", "../../c/eddy_json.c"},
+		"c" + windowSuffix: {"testdata/cwindow.c", "../../c/eddy.c", "../../c/eddy_window.c"},
 	} {
 		out := filepath.Join(dir, name+".wasm")
 		args := append([]string{"--target=wasm32-wasi", "-mexec-model=reactor", "-O2", "-std=c99",

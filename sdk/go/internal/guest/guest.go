@@ -3,10 +3,12 @@
 // batch loop with its error and panic handling, the current key, and the
 // ABI version the module reports.
 //
-// It is shared by the two public packages: eddy (the operator API, ABI
-// version 1) and keyed (keyed state and timers, ABI version 2). It exists so
-// that keyed can reuse the batch loop without eddy exporting it; operator
-// authors never import it.
+// It is shared by the public packages: eddy (the operator API, ABI version
+// 1), keyed (keyed state and timers, ABI version 2), aggregate (aggregate
+// modules, ABI version 3) and window (window functions, on top of
+// eddy_process). It exists so that they can reuse the batch loop and the
+// output buffer without eddy exporting them; operator authors never import
+// it.
 package guest
 
 import (
@@ -24,11 +26,12 @@ type Operator interface {
 }
 
 // Version is what eddy_abi_version returns: 1, unless package keyed is
-// linked into the module, whose init sets 2 (the host calls
-// eddy_abi_version after _initialize, which runs every package's init). A
-// module therefore declares version 2 exactly when it can use the
-// version 2 imports. It does not use abi.Version, which names the newest
-// version the host knows, not the one this module needs.
+// linked into the module, whose init sets 2, or package aggregate, whose
+// init sets 3 (the host calls eddy_abi_version after _initialize, which
+// runs every package's init). A module therefore declares version 2
+// exactly when it can use the version 2 imports, and 3 exactly when it
+// exports the aggregate functions. It does not use abi.Version, which
+// names the newest version the host knows, not the one this module needs.
 var Version int32 = 1
 
 // OutputBufferSize is the size of the buffer Emit collects records in.
@@ -178,8 +181,62 @@ func Open(config []byte) (status int32) {
 // process is a method value made once, so that Process does not allocate.
 var process = func(r *abi.Record) error { return registered.Process(r) }
 
+// BatchOperator is implemented by a registered operator that takes each
+// input batch whole instead of record by record: package window's (a
+// window function needs the window's descriptor and all its elements at
+// once) and package aggregate's (which refuses eddy_process, even for an
+// empty batch).
+type BatchOperator interface {
+	ProcessBatch(recs []abi.Record) error
+}
+
 // Process implements eddy_process on one input batch.
-func Process(batch []byte) int32 { return RunBatch(batch, "input batch", process) }
+func Process(batch []byte) int32 {
+	if b, ok := registered.(BatchOperator); ok {
+		return RunWhole(batch, "input batch", b.ProcessBatch)
+	}
+	return RunBatch(batch, "input batch", process)
+}
+
+// RunWhole decodes batch and hands all its records to fn at once, as Call
+// does: with Emit allowed, no current key, errors and panics failing the
+// call, and the output flushed at the end. The records alias batch and
+// live in a slice reused by the next batch. It implements eddy_process for
+// a BatchOperator and, for package aggregate, eddy_agg_add, eddy_agg_merge
+// and eddy_agg_result.
+func RunWhole(batch []byte, what string, fn func(recs []abi.Record) error) int32 {
+	if registered == nil {
+		return fail(ErrNoOperator)
+	}
+	recs, err := abi.DecodeBatch(batch, records[:0])
+	records = recs[:0]
+	if err != nil {
+		return fail("eddy: " + what + ": " + err.Error())
+	}
+	return Call(func() error { return fn(recs) })
+}
+
+// Call runs fn as the body of an export that may hand output to the host
+// (package aggregate's eddy_agg_create, and RunWhole): Emit is allowed and
+// there is no current key; an error or a panic fails the call, dropping
+// output not yet handed over; the output is flushed when fn returns nil.
+func Call(fn func() error) (status int32) {
+	if registered == nil {
+		return fail(ErrNoOperator)
+	}
+	emitting = true
+	defer func() {
+		emitting = false
+		if p := recover(); p != nil {
+			status = recovered(p)
+		}
+	}()
+	if err := fn(); err != nil {
+		return fail(err.Error())
+	}
+	flush()
+	return abi.StatusOK
+}
 
 // RunBatch decodes batch and calls each for every record, in order, with
 // the record's key as the current key and Emit allowed; it flushes the

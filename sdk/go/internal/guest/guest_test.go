@@ -271,3 +271,89 @@ type nopHost struct{}
 func (nopHost) Emit([]byte)       {}
 func (nopHost) Log(int32, string) {}
 func (nopHost) Fail(string)       {}
+
+// wholeOperator takes each batch whole (a BatchOperator).
+type wholeOperator struct {
+	operator
+	batch func(recs []Record) error
+}
+
+func (o *wholeOperator) ProcessBatch(recs []Record) error { return o.batch(recs) }
+
+func TestBatchOperator(t *testing.T) {
+	var sizes []int
+	op := &wholeOperator{
+		operator: operator{process: func(*Record) error { t.Fatal("Process called on a BatchOperator"); return nil }},
+		batch: func(recs []Record) error {
+			sizes = append(sizes, len(recs))
+			if _, ok := CurrentKey(); ok {
+				t.Error("a whole batch has a current key")
+			}
+			for i := range recs {
+				switch string(recs[i].Value) {
+				case "error":
+					return errors.New("whole: bad batch")
+				case "panic":
+					panic("whole: boom")
+				}
+				Emit(&recs[len(recs)-1-i]) // in reverse: the operator sees them all
+			}
+			return nil
+		},
+	}
+	h := install(t, op)
+	if st := Process(batchOf(Record{Value: []byte("a")}, Record{Value: []byte("b")})); st != abi.StatusOK {
+		t.Fatalf("status %d: %v", st, h.failures)
+	}
+	if st := Process(batchOf()); st != abi.StatusOK {
+		t.Fatalf("empty batch: status %d", st)
+	}
+	if len(sizes) != 2 || sizes[0] != 2 || sizes[1] != 0 || len(h.records) != 2 || string(h.records[0].Value) != "b" {
+		t.Fatalf("batches of %v, records %v", sizes, h.records)
+	}
+	for _, tc := range []struct{ value, want string }{{"error", "whole: bad batch"}, {"panic", "panic: whole: boom"}} {
+		h.records, h.failures = nil, nil
+		if st := Process(batchOf(Record{Value: []byte("x")}, Record{Value: []byte(tc.value)})); st != abi.StatusError {
+			t.Fatalf("%s: status %d", tc.value, st)
+		}
+		if len(h.failures) != 1 || h.failures[0] != tc.want || len(h.records) != 0 {
+			t.Fatalf("%s: failures %q, records %v", tc.value, h.failures, h.records)
+		}
+	}
+	h.failures = nil
+	if st := Process([]byte("EDB1")); st != abi.StatusError || len(h.failures) != 1 ||
+		h.failures[0] != "eddy: input batch: abi: malformed batch: 4 bytes is shorter than the 8-byte header" {
+		t.Fatalf("malformed batch: status %d, failures %q", st, h.failures)
+	}
+}
+
+func TestCall(t *testing.T) {
+	h := install(t, Func(echo))
+	if st := Call(func() error { emitKV(nil, []byte("created"), NoTimestamp); return nil }); st != abi.StatusOK {
+		t.Fatalf("status %d", st)
+	}
+	if len(h.records) != 1 || string(h.records[0].Value) != "created" {
+		t.Fatalf("records %v", h.records)
+	}
+	if st := Call(func() error { emitKV(nil, []byte("dropped"), 0); return errors.New("call failed") }); st != abi.StatusError ||
+		len(h.failures) != 1 || h.failures[0] != "call failed" || len(h.records) != 1 {
+		t.Fatalf("status %d, failures %q, records %v", st, h.failures, h.records)
+	}
+	// Emit is refused again after the call.
+	if st := Open([]byte("{}")); st != abi.StatusOK {
+		t.Fatal(h.failures)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("Emit after Call did not panic")
+			}
+		}()
+		emitKV(nil, nil, 0)
+	}()
+	undo := SetTestHost(h, nil)
+	defer undo()
+	if st := Call(func() error { return nil }); st != abi.StatusError || h.failures[len(h.failures)-1] != ErrNoOperator {
+		t.Fatalf("without an operator: status %d, failures %q", st, h.failures)
+	}
+}
