@@ -2,6 +2,11 @@
 // sources, chains of operators working on record batches, bounded queues
 // between tasks (backpressure), fan-out, union, and sinks.
 //
+// Job.Run runs every task of a job in this process. Job.RunDeployment runs
+// a worker's share of them (PlanTasks names the tasks a coordinator
+// places): channels to tasks on other workers are Exchange gRPC streams
+// with credit-based flow control (exchange.proto), served by an Exchange.
+//
 // It is not the place for connectors (package connectors implements Source
 // and Sink), for running Wasm (package host) or for scheduling tasks onto
 // machines (package scheduler).
@@ -36,6 +41,24 @@ type Batch struct {
 // NewBatch returns an empty batch with room for n records.
 func NewBatch(n int) *Batch {
 	return &Batch{Records: make([]Record, 0, n)}
+}
+
+// decodeBatch turns the bytes of an Exchange frame (abi.AppendBatch
+// encoding) into a batch that owns them: the records alias buf, which
+// becomes the batch's arena, so nothing is copied and buf must not be
+// reused. Every offset is checked (abi.DecodeBatch): a malformed buf is an
+// error wrapping abi.ErrMalformedBatch, never a panic.
+func decodeBatch(buf []byte) (*Batch, error) {
+	n, err := abi.BatchCount(buf)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := abi.DecodeBatch(buf, make([]Record, 0, n))
+	if err != nil {
+		return nil, err
+	}
+	// Full: a later Add starts a new arena instead of writing over buf.
+	return &Batch{Records: recs, arena: buf[:len(buf):len(buf)]}, nil
 }
 
 // Len is the number of records.

@@ -54,14 +54,38 @@ type chain struct {
 type output struct {
 	from *vertex
 	port string
-	to   *chain
-	mode partitioning
+	// producer is the chain from belongs to; to is the consuming chain.
+	producer *chain
+	to       *chain
+	mode     partitioning
 	// channelBase is the first channel index of this edge at the target's
 	// input queue; a sender adds its subtask on non-forward edges.
 	channelBase int
 }
 
 func (c *chain) head() *vertex { return c.vertices[0] }
+
+// taskID names subtask s of c as deployments do: the head node's name (node
+// names are unique) and the subtask, "per_card[3]".
+func (c *chain) taskID(s int) string { return fmt.Sprintf("%s[%d]", c.head().node.Name, s) }
+
+// edge names o on the wire (eddyv1.ChannelOpen.edge): the producing node,
+// and its port for a side output, "per_card" or "per_card:late".
+func (o *output) edge() string {
+	if o.port == "" {
+		return o.from.node.Name
+	}
+	return o.from.node.Name + ":" + o.port
+}
+
+// channel is the index, at the consumer's input gate, of the channel from
+// producer subtask p over o.
+func (o *output) channel(p int) int {
+	if o.mode == forward {
+		return o.channelBase
+	}
+	return o.channelBase + p
+}
 func (c *chain) tail() *vertex { return c.vertices[len(c.vertices)-1] }
 
 // plan resolves the spec into vertices and chains them. A vertex joins the
@@ -114,7 +138,7 @@ func plan(spec *jobspec.Spec) ([]*vertex, []*chain, error) {
 		head := c.head()
 		for _, e := range head.inputs {
 			up := chainOf[e.from]
-			o := &output{from: e.from, port: e.port, to: c, channelBase: c.channels}
+			o := &output{from: e.from, port: e.port, producer: up, to: c, channelBase: c.channels}
 			switch {
 			case head.node.KeyBy != "":
 				o.mode = hashKey

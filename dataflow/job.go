@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -98,6 +97,8 @@ type Job struct {
 	modules  map[string]*host.Module
 	configs  map[*vertex][]byte
 	log      *slog.Logger
+	// taskMetrics are those of the current or last run, for TaskStats.
+	taskMetrics atomic.Pointer[[]*taskMetrics]
 }
 
 // NewJob plans spec: it resolves the graph, loads and validates every
@@ -203,58 +204,4 @@ func (j *Job) Stats() []NodeSummary {
 		out[i] = NodeSummary{Name: v.stats.Name, Kind: v.stats.Kind, Parallelism: v.parallelism, In: v.stats.In.Load(), Out: v.stats.Out.Load()}
 	}
 	return out
-}
-
-// Run executes the job until its sources end and everything is flushed, or
-// until ctx is cancelled (then the summary covers what ran and the error is
-// ctx's), or until a task fails (then every task stops and the error names
-// the task).
-func (j *Job) Run(ctx context.Context) (*Summary, error) {
-	start := time.Now()
-	parent := ctx
-	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-
-	gates := make([][]chan message, len(j.chains))
-	for _, c := range j.chains {
-		if c.head().node.Source != nil {
-			continue
-		}
-		gates[c.id] = make([]chan message, c.parallelism)
-		for i := range gates[c.id] {
-			gates[c.id][i] = make(chan message, j.opts.QueueCapacity)
-		}
-	}
-	var (
-		wg       sync.WaitGroup
-		errOnce  sync.Once
-		firstErr error
-	)
-	fail := func(err error) {
-		errOnce.Do(func() {
-			firstErr = err
-			cancel(err)
-		})
-	}
-	for _, c := range j.chains {
-		for i := 0; i < c.parallelism; i++ {
-			t := &task{job: j, chain: c, subtask: i, gates: gates}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := t.run(ctx); err != nil {
-					fail(err)
-				}
-			}()
-		}
-	}
-	wg.Wait()
-	sum := &Summary{Job: j.spec.Name, Nodes: j.Stats(), Elapsed: time.Since(start)}
-	if parent.Err() != nil {
-		return sum, parent.Err()
-	}
-	if firstErr != nil {
-		return sum, &jobError{job: j.spec.Name, err: firstErr}
-	}
-	return sum, nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
 	"github.com/eddy-stream/eddy/sdk/go/jsonscan"
 	"github.com/eddy-stream/eddy/state"
 )
@@ -50,7 +51,15 @@ type task struct {
 	job     *Job
 	chain   *chain
 	subtask int
-	gates   [][]chan message
+	id      string // TaskSpec.ID
+	dep     *deployment
+	pool    *connPool
+	metrics *taskMetrics
+	// input is the task's input gate; nil for a source task.
+	input *inputGate
+	// outs[i][s] is the channel to subtask s of chain.outputs[i]'s
+	// consumer (only s == subtask on a forward edge).
+	outs [][]outlet
 
 	name        string
 	source      Source
@@ -73,28 +82,63 @@ func (t *task) info(v *vertex) TaskInfo {
 	return TaskInfo{Job: t.job.spec.Name, Node: v.node.Name, Subtask: t.subtask, Parallelism: v.parallelism, MaxParallelism: t.job.spec.MaxParallelism}
 }
 
-func (t *task) run(ctx context.Context) (err error) {
+// displayName is how errors and logs name the task: its chain's nodes and
+// subtask, "enrich→per_card[1]".
+func (t *task) displayName() string {
 	names := make([]string, len(t.chain.vertices))
 	for i, v := range t.chain.vertices {
 		names[i] = v.node.Name
 	}
-	t.name = fmt.Sprintf("%s[%d]", strings.Join(names, "→"), t.subtask)
+	return fmt.Sprintf("%s[%d]", strings.Join(names, "→"), t.subtask)
+}
+
+func (t *task) run(ctx context.Context) (err error) {
+	t.name = t.displayName()
 	t.wm = math.MinInt64
 	log := t.job.log.With("task", t.name)
 	defer func() {
+		inputFailed := false
+		if t.input != nil {
+			t.input.stop() // remote producers still sending are told so
+			if gerr := t.input.failure(); gerr != nil {
+				err, inputFailed = gerr, true // the cause; the run's cancellation followed it
+			}
+		}
+		for _, outs := range t.outs {
+			for _, o := range outs {
+				if o != nil {
+					o.abort()
+				}
+			}
+		}
 		if cerr := t.close(); cerr != nil && err == nil {
 			err = cerr
 		}
-		if err != nil && ctx.Err() == nil {
+		if err != nil && (ctx.Err() == nil || inputFailed) {
 			log.Error("task failed", "err", err)
 		}
 		if err != nil {
 			err = fmt.Errorf("task %s: %w", t.name, err)
 		}
+		t.metrics.end.Store(time.Now().UnixNano())
+		switch {
+		case err == nil:
+			t.metrics.setState(TaskFinished)
+		case ctx.Err() != nil && !inputFailed && errors.Is(err, ctx.Err()):
+			t.metrics.setState(TaskCanceled)
+		default:
+			msg := err.Error()
+			t.metrics.err.Store(&msg)
+			t.metrics.setState(TaskFailed)
+		}
 	}()
 	if err := t.open(ctx); err != nil {
 		return err
 	}
+	if err := t.openOutputs(ctx); err != nil {
+		return err
+	}
+	t.metrics.setState(TaskRunning)
 	for _, o := range t.chain.outputs {
 		if o.port == "" && o.from == t.chain.tail() {
 			t.mainOutputs = append(t.mainOutputs, o)
@@ -118,7 +162,62 @@ func (t *task) run(ctx context.Context) (err error) {
 	if err := t.finish(ctx); err != nil {
 		return err
 	}
-	return t.broadcast(ctx, message{kind: msgEOS})
+	if err := t.broadcast(ctx, message{kind: msgEOS}); err != nil {
+		return err
+	}
+	return t.finishOutputs(ctx)
+}
+
+// openOutputs creates the task's channels: the input queue of a consumer
+// in this deployment, an Exchange stream to one elsewhere. Remote streams
+// are opened now, before the first record, so that a consumer that is not
+// deployed yet delays the task here (retrying), not in the middle of its
+// output.
+func (t *task) openOutputs(ctx context.Context) error {
+	t.outs = make([][]outlet, len(t.chain.outputs))
+	for i, o := range t.chain.outputs {
+		t.outs[i] = make([]outlet, o.to.parallelism)
+		for s := range t.outs[i] {
+			if o.mode == forward && s != t.subtask {
+				continue
+			}
+			cid := o.to.taskID(s)
+			if g := t.dep.gates[cid]; g != nil {
+				t.outs[i][s] = localOutlet{gate: g}
+				continue
+			}
+			addr := t.dep.Addresses[cid]
+			ro := &remoteOutlet{addr: addr, consumer: cid, channel: o.channel(t.subtask), open: &eddyv1.ChannelOpen{
+				JobId: t.dep.JobID, Attempt: t.dep.attempt, ProducerTaskId: t.id, ConsumerTaskId: cid,
+				Edge: o.edge(), ChannelIndex: uint32(o.channel(t.subtask)),
+			}}
+			t.outs[i][s] = ro
+			conn, err := t.pool.get(addr)
+			if err != nil {
+				return mark(fmt.Errorf("output to worker %s: %w", addr, err), ErrChannelLost)
+			}
+			if err := ro.connect(ctx, conn); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// finishOutputs waits until every remote consumer confirmed the end of
+// its channel: only then has everything the task sent been delivered.
+func (t *task) finishOutputs(ctx context.Context) error {
+	for _, outs := range t.outs {
+		for _, o := range outs {
+			if o == nil {
+				continue
+			}
+			if err := o.finish(ctx); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 func (t *task) open(ctx context.Context) error {
@@ -253,6 +352,7 @@ func (t *task) runSource(ctx context.Context) error {
 				}
 			}
 			stats.Out.Add(int64(n))
+			t.metrics.in.Add(int64(n))
 			if perr := t.push(ctx, b, 0); perr != nil {
 				return perr
 			}
@@ -300,7 +400,7 @@ func assignTimestamps(b *Batch, field []byte) error {
 }
 
 func (t *task) runGate(ctx context.Context) error {
-	gate := t.gates[t.chain.id][t.subtask]
+	gate := t.input
 	open := t.chain.channels
 	t.chanWM = make([]int64, open)
 	t.chanIdle = make([]bool, open)
@@ -317,13 +417,16 @@ func (t *task) runGate(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
+		case <-gate.failed:
+			return gate.err
 		case now := <-tick:
 			if err := t.processingTime(ctx, now); err != nil {
 				return err
 			}
-		case m := <-gate:
+		case m := <-gate.queue:
 			switch m.kind {
 			case msgBatch:
+				t.metrics.in.Add(int64(m.batch.Len()))
 				if err := t.push(ctx, m.batch, 0); err != nil {
 					return err
 				}
@@ -379,6 +482,7 @@ func (t *task) advanceWatermark(ctx context.Context, wm int64) error {
 		return nil
 	}
 	t.wm = wm
+	t.metrics.watermark.Store(wm)
 	for k := range t.stages {
 		st := &t.stages[k]
 		wo, ok := st.op.(WatermarkOperator)
@@ -451,6 +555,9 @@ func (t *task) push(ctx context.Context, b *Batch, from int) error {
 	for k := from; k < len(t.stages); k++ {
 		st := &t.stages[k]
 		st.v.stats.In.Add(int64(b.Len()))
+		if _, sink := st.op.(*sinkOperator); sink {
+			t.metrics.out.Add(int64(b.Len()))
+		}
 		st.out.Reset()
 		if err := st.op.Process(ctx, b, st.out); err != nil {
 			return fmt.Errorf("%s: %w", st.v.node.Name, err)
@@ -512,20 +619,18 @@ func (t *task) send(ctx context.Context, outs []*output, b *Batch) error {
 	}
 	for _, o := range outs {
 		idx := t.outputIndex(o)
-		gates := t.gates[o.to.id]
-		channel := o.channelBase
-		if o.mode != forward {
-			channel += t.subtask
-		}
+		targets := t.outs[idx]
+		channel := o.channel(t.subtask)
+		t.metrics.out.Add(int64(b.Len()))
 		switch o.mode {
 		case forward:
-			if err := deliver(ctx, gates[t.subtask], message{kind: msgBatch, channel: channel, batch: b}); err != nil {
+			if err := targets[t.subtask].deliver(ctx, message{kind: msgBatch, channel: channel, batch: b}, t.metrics); err != nil {
 				return err
 			}
 		case rebalance:
 			target := t.rr[idx] % o.to.parallelism
 			t.rr[idx]++
-			if err := deliver(ctx, gates[target], message{kind: msgBatch, channel: channel, batch: b}); err != nil {
+			if err := targets[target].deliver(ctx, message{kind: msgBatch, channel: channel, batch: b}, t.metrics); err != nil {
 				return err
 			}
 		case hashKey:
@@ -537,7 +642,7 @@ func (t *task) send(ctx context.Context, outs []*output, b *Batch) error {
 				if part == nil {
 					continue
 				}
-				if err := deliver(ctx, gates[target], message{kind: msgBatch, channel: channel, batch: part}); err != nil {
+				if err := targets[target].deliver(ctx, message{kind: msgBatch, channel: channel, batch: part}, t.metrics); err != nil {
 					return err
 				}
 			}
@@ -619,30 +724,16 @@ func (t *task) finish(ctx context.Context) error {
 // broadcast sends a control message to every consumer subtask of every
 // output.
 func (t *task) broadcast(ctx context.Context, m message) error {
-	for _, o := range t.chain.outputs {
-		gates := t.gates[o.to.id]
-		m.channel = o.channelBase
-		if o.mode == forward {
-			if err := deliver(ctx, gates[t.subtask], m); err != nil {
-				return err
+	for i, o := range t.chain.outputs {
+		m.channel = o.channel(t.subtask)
+		for _, target := range t.outs[i] {
+			if target == nil {
+				continue // forward: another subtask's
 			}
-			continue
-		}
-		m.channel += t.subtask
-		for _, g := range gates {
-			if err := deliver(ctx, g, m); err != nil {
+			if err := target.deliver(ctx, m, t.metrics); err != nil {
 				return err
 			}
 		}
 	}
 	return nil
-}
-
-func deliver(ctx context.Context, gate chan message, m message) error {
-	select {
-	case gate <- m:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }

@@ -11,7 +11,10 @@
 //     slot runs which task: a pure function.
 //   - [github.com/eddy-stream/eddy/scheduler/raftnode] wires hashicorp/raft
 //     (durable WAL, file snapshots, TCP transport) around an FSM.
+//   - [github.com/eddy-stream/eddy/scheduler/coordinator] is the coordinator
+//     process: a Raft member serving the Control and Cluster gRPC services,
+//     and the leader's loops (liveness, placement, restarts).
 //
-// This package is not the gRPC surface (see proto/) and does not run tasks
-// (see dataflow/ and the worker).
+// The gRPC contracts are in proto/; tasks run on workers (see dataflow/ and
+// the worker).
 package scheduler

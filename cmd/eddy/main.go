@@ -12,9 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"syscall"
 	"text/tabwriter"
 	"time"
 
@@ -28,8 +26,15 @@ import (
 const usage = `eddy — stateful stream processing with WebAssembly operators
 
 usage:
-  eddy run [flags] JOB.yaml       run a job in this process until it ends (bounded) or is interrupted
+  eddy run [flags] JOB.yaml       run a job on an embedded standalone cluster until it ends (bounded) or is interrupted
   eddy validate [flags] JOB.yaml  check a job spec and load and validate its modules
+
+  eddy standalone [flags]         a coordinator and a worker in one process
+  eddy coordinator [flags]        a coordinator (Raft member): --bootstrap the first, --join the others
+  eddy worker [flags]             a worker: --coordinator ADDR --slots N
+
+  eddy module upload|list|get     the module registry
+  eddy job submit|list|status|cancel
 
 Run 'eddy COMMAND -h' for the flags of a command.
 `
@@ -49,6 +54,16 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdRun(args[1:], stdout, stderr)
 	case "validate":
 		err = cmdValidate(args[1:], stdout, stderr)
+	case "coordinator":
+		err = cmdCoordinator(args[1:], stdout, stderr)
+	case "worker":
+		err = cmdWorker(args[1:], stdout, stderr)
+	case "standalone":
+		err = cmdStandalone(args[1:], stdout, stderr)
+	case "module":
+		err = cmdModule(args[1:], stdout, stderr)
+	case "job":
+		err = cmdJob(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -178,31 +193,6 @@ func cmdValidate(args []string, stdout, stderr io.Writer) error {
 	spec := p.job.Spec()
 	fmt.Fprintf(stdout, "%s: job %q is valid (%d nodes)\n", spec.File, spec.Name, len(spec.Nodes))
 	return nil
-}
-
-func cmdRun(args []string, stdout, stderr io.Writer) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	var asJSON bool
-	summaryOut := stderr
-	p, err := prepare(ctx, "run", args, stdout, stderr, func(fs *flag.FlagSet) {
-		fs.BoolVar(&asJSON, "json", false, "print the summary as JSON")
-	})
-	if err != nil {
-		return err
-	}
-	defer p.close()
-	sum, runErr := p.job.Run(ctx)
-	interrupted := runErr != nil && ctx.Err() != nil
-	if asJSON {
-		printJSON(stdout, sum)
-	} else {
-		printSummary(summaryOut, sum, interrupted)
-	}
-	if interrupted {
-		return nil
-	}
-	return runErr
 }
 
 func printSummary(w io.Writer, s *dataflow.Summary, interrupted bool) {

@@ -103,13 +103,21 @@ type WorkerDown struct {
 }
 
 // SubmitJob adds a job in state WAITING_FOR_SLOTS. Its id is derived from
-// the log index. Apply result: Job.
+// the log index. When RequestID is set and the tenant already has a job
+// submitted with it, that job is the result and nothing changes, so that a
+// client may retry a submission whose outcome it did not learn. Every
+// module reference must name a registered version with that digest. Apply
+// result: Job.
 type SubmitJob struct {
 	Tenant string `json:"tenant"`
 	Name   string `json:"name"`
 	Spec   []byte `json:"spec,omitempty"`
 	// Tasks are the job's task ids (unique, non-empty), each needing a slot.
 	Tasks []string `json:"tasks"`
+	// Modules are the spec's module references, resolved by the leader.
+	Modules       []ModuleRef `json:"modules,omitempty"`
+	RequestID     string      `json:"request_id,omitempty"`
+	FromSavepoint string      `json:"from_savepoint,omitempty"`
 }
 
 // PlaceJob deploys a waiting or restarting job: every task onto an alive

@@ -266,18 +266,34 @@ func (a *applier) submitJob(c *SubmitJob) (any, error) {
 	if err := a.tenant(c.Tenant); err != nil {
 		return nil, err
 	}
+	if c.RequestID != "" {
+		for _, j := range a.st.jobs {
+			if j.Tenant == c.Tenant && j.RequestID == c.RequestID {
+				return j.clone(), nil
+			}
+		}
+	}
+	for _, m := range c.Modules {
+		versions := a.st.modules[moduleKey{c.Tenant, m.Name}]
+		if m.Version > len(versions) || versions[m.Version-1].SHA256 != m.SHA256 {
+			return nil, fmt.Errorf("job %q: module %s@%d with sha256 %s of tenant %q: %w", c.Name, m.Name, m.Version, m.SHA256, c.Tenant, ErrModuleNotFound)
+		}
+	}
 	id := "job-" + strconv.FormatUint(a.index, 10)
 	j := &Job{
-		ID:          id,
-		Tenant:      c.Tenant,
-		Name:        c.Name,
-		Spec:        slices.Clone(c.Spec),
-		Tasks:       slices.Clone(c.Tasks),
-		State:       JobWaitingForSlots,
-		Message:     "waiting for placement",
-		SubmitIndex: a.index,
-		Submitted:   a.at,
-		Updated:     a.at,
+		ID:            id,
+		Tenant:        c.Tenant,
+		Name:          c.Name,
+		Spec:          slices.Clone(c.Spec),
+		Modules:       slices.Clone(c.Modules),
+		RequestID:     c.RequestID,
+		FromSavepoint: c.FromSavepoint,
+		Tasks:         slices.Clone(c.Tasks),
+		State:         JobWaitingForSlots,
+		Message:       "waiting for placement",
+		SubmitIndex:   a.index,
+		Submitted:     a.at,
+		Updated:       a.at,
 	}
 	a.st.jobs[id] = j
 	return j.clone(), nil

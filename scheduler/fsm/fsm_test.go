@@ -235,6 +235,63 @@ func TestCommands(t *testing.T) {
 			wantErr: ErrTenantNotFound,
 		},
 		{
+			name: "submit job with pinned modules",
+			given: []Command{
+				&RegisterModule{Tenant: DefaultTenant, Name: "enrich", SHA256: digest("e1"), Size: 10},
+				&RegisterModule{Tenant: DefaultTenant, Name: "enrich", SHA256: digest("e2"), Size: 10},
+			},
+			when: &SubmitJob{Tenant: DefaultTenant, Name: "j", Tasks: []string{"a"}, FromSavepoint: "sp-1",
+				Modules: []ModuleRef{{Ref: "enrich@1", Name: "enrich", Version: 1, SHA256: digest("e1")}}},
+			then: func(t *testing.T, f *FSM, res any) {
+				j := job(t, f, DefaultTenant, "job-3")
+				want := []ModuleRef{{Ref: "enrich@1", Name: "enrich", Version: 1, SHA256: digest("e1")}}
+				if !slices.Equal(j.Modules, want) || j.FromSavepoint != "sp-1" {
+					t.Errorf("job %+v", j)
+				}
+			},
+		},
+		{
+			name: "submit job with a module digest that is not registered",
+			given: []Command{
+				&RegisterModule{Tenant: DefaultTenant, Name: "enrich", SHA256: digest("e1"), Size: 10},
+			},
+			when: &SubmitJob{Tenant: DefaultTenant, Name: "j", Tasks: []string{"a"},
+				Modules: []ModuleRef{{Ref: "enrich", Name: "enrich", Version: 1, SHA256: digest("e2")}}},
+			wantErr: ErrModuleNotFound,
+		},
+		{
+			name: "submit job with an unknown module version",
+			given: []Command{
+				&RegisterModule{Tenant: DefaultTenant, Name: "enrich", SHA256: digest("e1"), Size: 10},
+			},
+			when: &SubmitJob{Tenant: DefaultTenant, Name: "j", Tasks: []string{"a"},
+				Modules: []ModuleRef{{Ref: "enrich@2", Name: "enrich", Version: 2, SHA256: digest("e1")}}},
+			wantErr: ErrModuleNotFound,
+		},
+		{
+			name: "submit job again with its request id",
+			given: []Command{
+				&CreateTenant{ID: "acme"},
+				&SubmitJob{Tenant: DefaultTenant, Name: "j", Tasks: []string{"a"}, RequestID: "r1"},
+			},
+			when: &SubmitJob{Tenant: DefaultTenant, Name: "j", Tasks: []string{"a"}, RequestID: "r1"},
+			then: func(t *testing.T, f *FSM, res any) {
+				if got := res.(Job); got.ID != "job-2" || got.RequestID != "r1" {
+					t.Errorf("result %+v, want job-2", got)
+				}
+				if n := len(f.Jobs(DefaultTenant)); n != 1 {
+					t.Errorf("%d jobs, want 1", n)
+				}
+				// Another tenant's key is its own.
+				if _, err := f.ApplyCommand(f.AppliedIndex()+1, mustEncode(t, &SubmitJob{Tenant: "acme", Name: "j", Tasks: []string{"a"}, RequestID: "r1"}, t0)); err != nil {
+					t.Fatal(err)
+				}
+				if n := len(f.Jobs("acme")); n != 1 {
+					t.Errorf("acme has %d jobs, want 1", n)
+				}
+			},
+		},
+		{
 			name:  "place job",
 			given: twoWorkersTwoJobs,
 			when:  &PlaceJob{JobID: "job-3", Attempt: 1, Deployment: map[string]string{"a": "w1", "b": "w2"}},

@@ -128,6 +128,26 @@ func TestSnapshotRestoreIdentical(t *testing.T) {
 	}
 }
 
+// The pinned modules, request id and savepoint of a job survive a snapshot.
+func TestSnapshotKeepsSubmissionDetails(t *testing.T) {
+	h := newHarness(t)
+	h.must(&RegisterModule{Tenant: DefaultTenant, Name: "enrich", SHA256: digest("e1"), Size: 1})
+	h.must(&SubmitJob{Tenant: DefaultTenant, Name: "j", Tasks: []string{"a"}, RequestID: "r1", FromSavepoint: "file:///sp",
+		Modules: []ModuleRef{{Ref: "enrich", Name: "enrich", Version: 1, SHA256: digest("e1")}}})
+	g := New()
+	if err := g.Restore(io.NopCloser(bytes.NewReader(snapshotBytes(t, h.f)))); err != nil {
+		t.Fatal(err)
+	}
+	if a, b := h.f.AllJobs(), g.AllJobs(); !reflect.DeepEqual(a, b) || len(b) != 1 || len(b[0].Modules) != 1 || b[0].RequestID != "r1" {
+		t.Fatalf("after restore %+v, want %+v", b, a)
+	}
+	// The request id still deduplicates after the restore.
+	res, err := g.ApplyCommand(h.index+1, mustEncode(t, &SubmitJob{Tenant: DefaultTenant, Name: "j", Tasks: []string{"a"}, RequestID: "r1"}, t0))
+	if err != nil || res.(Job).ID != "job-2" || len(g.AllJobs()) != 1 {
+		t.Fatalf("resubmission after restore: %+v, %v", res, err)
+	}
+}
+
 // must applies cmd at the next index (test helper on FSM).
 func (f *FSM) must(t testing.TB, cmd Command) {
 	t.Helper()

@@ -39,6 +39,17 @@ type Module struct {
 // Ref is the module's reference as a job spec writes it: "name@version".
 func (m Module) Ref() string { return m.Name + "@" + strconv.Itoa(m.Version) }
 
+// ModuleRef is a module reference of a job spec pinned at submission to one
+// registered version, so that every task of every attempt runs the same
+// bytes even after newer versions are uploaded.
+type ModuleRef struct {
+	// Ref is the reference as the spec writes it: "name" or "name@version".
+	Ref     string `json:"ref"`
+	Name    string `json:"name"`
+	Version int    `json:"version"`
+	SHA256  string `json:"sha256"`
+}
+
 // WorkerState says whether the leader considers a worker usable.
 type WorkerState string
 
@@ -110,6 +121,15 @@ type Job struct {
 	Name   string `json:"name"`
 	// Spec is the job spec as submitted; the FSM does not interpret it.
 	Spec []byte `json:"spec,omitempty"`
+	// Modules are the spec's module references, pinned at submission.
+	Modules []ModuleRef `json:"modules,omitempty"`
+	// RequestID is the client's idempotency key of the submission, if any:
+	// another SubmitJob of the tenant with the same key returns this job.
+	RequestID string `json:"request_id,omitempty"`
+	// FromSavepoint is the savepoint the job was submitted with: attempts
+	// restore from it until the job has a completed checkpoint of its own.
+	// Empty: from empty state.
+	FromSavepoint string `json:"from_savepoint,omitempty"`
 	// Tasks are the job's task ids, each needing one slot, as computed from
 	// the spec when the job was submitted.
 	Tasks   []string `json:"tasks,omitempty"`
@@ -160,6 +180,7 @@ type Savepoint struct {
 func (j *Job) clone() Job {
 	c := *j
 	c.Spec = slices.Clone(j.Spec)
+	c.Modules = slices.Clone(j.Modules)
 	c.Tasks = slices.Clone(j.Tasks)
 	c.Deployment = maps.Clone(j.Deployment)
 	c.FinishedTasks = slices.Clone(j.FinishedTasks)

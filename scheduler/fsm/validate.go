@@ -160,6 +160,25 @@ func (c *SubmitJob) validate() error {
 		}
 		seen[t] = true
 	}
+	for _, m := range c.Modules {
+		if m.Ref == "" {
+			return fmt.Errorf("job %q: module %s: no reference: %w", c.Name, m.Name, ErrMalformed)
+		}
+		if err := checkModuleName(m.Name); err != nil {
+			return fmt.Errorf("job %q: %w", c.Name, err)
+		}
+		if m.Version < 1 {
+			return fmt.Errorf("job %q: module %s version %d: %w", c.Name, m.Name, m.Version, ErrMalformed)
+		}
+		if err := checkSHA256(m.SHA256); err != nil {
+			return fmt.Errorf("job %q: module %s: %w", c.Name, m.Name, err)
+		}
+	}
+	if c.RequestID != "" {
+		if err := checkID("request", c.RequestID); err != nil {
+			return fmt.Errorf("job %q: %w", c.Name, err)
+		}
+	}
 	return nil
 }
 

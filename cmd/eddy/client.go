@@ -1,0 +1,318 @@
+package main
+
+// The client commands: module and job, talking to any coordinator over
+// gRPC (a follower forwards to the leader).
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+
+	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
+	"github.com/eddy-stream/eddy/proto/rpc"
+)
+
+// defaultCoordinator is where client commands go without --coordinator.
+const defaultCoordinator = "127.0.0.1:7700"
+
+// clientFlags are the flags every client command has.
+type clientFlags struct {
+	coordinator string
+	tenant      string
+	timeout     time.Duration
+}
+
+func (c *clientFlags) register(fs *flag.FlagSet) {
+	def := os.Getenv("EDDY_COORDINATOR")
+	if def == "" {
+		def = defaultCoordinator
+	}
+	fs.StringVar(&c.coordinator, "coordinator", def, "API address of a coordinator (env EDDY_COORDINATOR)")
+	fs.StringVar(&c.tenant, "tenant", rpc.DefaultTenant, "tenant")
+	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "deadline of the call")
+}
+
+// dial returns a Control client and a function closing its connection.
+func (c *clientFlags) dial() (eddyv1.ControlClient, func(), error) {
+	conn, err := grpc.NewClient(c.coordinator, rpc.DialOptions()...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("coordinator %s: %w", c.coordinator, err)
+	}
+	return eddyv1.NewControlClient(conn), func() { conn.Close() }, nil
+}
+
+// rpcError turns a gRPC error into the one line a user should see.
+func rpcError(what string, err error) error {
+	if s, ok := status.FromError(err); ok {
+		return fmt.Errorf("%s: %s", what, s.Message())
+	}
+	return fmt.Errorf("%s: %w", what, err)
+}
+
+// parseFlags parses a subcommand's flags and checks its positional count.
+func parseFlags(fs *flag.FlagSet, args []string, nargs int, what string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err}
+	}
+	if nargs >= 0 && fs.NArg() != nargs {
+		return usageError{fmt.Errorf("%s (got %d arguments)", what, fs.NArg())}
+	}
+	return nil
+}
+
+const moduleUsage = `usage:
+  eddy module upload [flags] FILE.wasm --name NAME   validate and store a module; prints NAME@VERSION
+  eddy module list [flags] [NAME]                    list modules (all versions of NAME)
+  eddy module get [flags] NAME[@VERSION] [-o FILE]   download a module (the latest version without @)
+`
+
+func cmdModule(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageError{errors.New("module needs a subcommand\n" + moduleUsage)}
+	}
+	fs := flag.NewFlagSet("module "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf clientFlags
+	cf.register(fs)
+	switch args[0] {
+	case "upload":
+		var name string
+		fs.StringVar(&name, "name", "", "module name (default: the file name without .wasm)")
+		if err := parseFlags(fs, args[1:], 1, "module upload takes one .wasm file"); err != nil {
+			return err
+		}
+		wasm, err := os.ReadFile(fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		if name == "" {
+			name = strings.TrimSuffix(filepath.Base(fs.Arg(0)), ".wasm")
+		}
+		c, done, err := cf.dial()
+		if err != nil {
+			return err
+		}
+		defer done()
+		ctx, cancel := context.WithTimeout(context.Background(), cf.timeout)
+		defer cancel()
+		resp, err := c.UploadModule(ctx, &eddyv1.UploadModuleRequest{Tenant: cf.tenant, Name: name, Wasm: wasm})
+		if err != nil {
+			return rpcError("upload "+fs.Arg(0), err)
+		}
+		m := resp.GetModule()
+		note := ""
+		if resp.GetAlreadyExists() {
+			note = " (unchanged: same bytes as this version)"
+		}
+		fmt.Fprintf(stdout, "%s@%d sha256:%s %d bytes%s\n", m.GetName(), m.GetVersion(), m.GetSha256(), m.GetSize(), note)
+		return nil
+	case "list":
+		if err := parseFlags(fs, args[1:], -1, ""); err != nil {
+			return err
+		}
+		c, done, err := cf.dial()
+		if err != nil {
+			return err
+		}
+		defer done()
+		ctx, cancel := context.WithTimeout(context.Background(), cf.timeout)
+		defer cancel()
+		resp, err := c.ListModules(ctx, &eddyv1.ListModulesRequest{Tenant: cf.tenant, Name: fs.Arg(0)})
+		if err != nil {
+			return rpcError("list modules", err)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tVERSION\tSIZE\tSHA256\tCREATED")
+		for _, m := range resp.GetModules() {
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%.12s\t%s\n", m.GetName(), m.GetVersion(), m.GetSize(), m.GetSha256(),
+				time.UnixMilli(m.GetCreatedUnixMs()).UTC().Format(time.RFC3339))
+		}
+		return tw.Flush()
+	case "get":
+		var out string
+		fs.StringVar(&out, "o", "", "write the module to this file (default NAME@VERSION.wasm)")
+		if err := parseFlags(fs, args[1:], 1, "module get takes one NAME[@VERSION]"); err != nil {
+			return err
+		}
+		name, version, err := parseRef(fs.Arg(0))
+		if err != nil {
+			return usageError{err}
+		}
+		c, done, err := cf.dial()
+		if err != nil {
+			return err
+		}
+		defer done()
+		ctx, cancel := context.WithTimeout(context.Background(), cf.timeout)
+		defer cancel()
+		resp, err := c.GetModule(ctx, &eddyv1.GetModuleRequest{Tenant: cf.tenant, Name: name, Version: version})
+		if err != nil {
+			return rpcError("get module "+fs.Arg(0), err)
+		}
+		m := resp.GetModule()
+		if out == "" {
+			out = fmt.Sprintf("%s@%d.wasm", m.GetName(), m.GetVersion())
+		}
+		if err := os.WriteFile(out, resp.GetWasm(), 0o644); err != nil {
+			return err
+		}
+		fmt.Fprintf(stdout, "%s@%d → %s (%d bytes)\n", m.GetName(), m.GetVersion(), out, len(resp.GetWasm()))
+		return nil
+	}
+	return usageError{fmt.Errorf("unknown module subcommand %q\n%s", args[0], moduleUsage)}
+}
+
+// parseRef splits NAME[@VERSION]; version 0 means the latest.
+func parseRef(ref string) (string, uint32, error) {
+	name, v, ok := strings.Cut(ref, "@")
+	if !ok {
+		return name, 0, nil
+	}
+	n, err := strconv.ParseUint(v, 10, 32)
+	if err != nil || n == 0 {
+		return "", 0, fmt.Errorf("module reference %q: the version after @ must be a positive number", ref)
+	}
+	return name, uint32(n), nil
+}
+
+const jobUsage = `usage:
+  eddy job submit [flags] JOB.yaml   submit a job; prints its id
+  eddy job list [flags]              list jobs
+  eddy job status [flags] ID         a job's state, tasks and checkpoints
+  eddy job cancel [flags] ID         cancel a job
+`
+
+func cmdJob(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageError{errors.New("job needs a subcommand\n" + jobUsage)}
+	}
+	fs := flag.NewFlagSet("job "+args[0], flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf clientFlags
+	cf.register(fs)
+	var c eddyv1.ControlClient
+	connect := func(nargs int, what string) (context.Context, func(), error) {
+		if err := parseFlags(fs, args[1:], nargs, what); err != nil {
+			return nil, nil, err
+		}
+		client, done, err := cf.dial()
+		if err != nil {
+			return nil, nil, err
+		}
+		c = client
+		ctx, cancel := context.WithTimeout(context.Background(), cf.timeout)
+		return ctx, func() { cancel(); done() }, nil
+	}
+	switch args[0] {
+	case "submit":
+		var fromSavepoint string
+		fs.StringVar(&fromSavepoint, "from-savepoint", "", "start from this savepoint")
+		ctx, done, err := connect(1, "job submit takes one job spec file")
+		if err != nil {
+			return err
+		}
+		defer done()
+		spec, err := os.ReadFile(fs.Arg(0))
+		if err != nil {
+			return err
+		}
+		resp, err := c.SubmitJob(ctx, &eddyv1.SubmitJobRequest{Tenant: cf.tenant, SpecYaml: spec,
+			SpecName: filepath.Base(fs.Arg(0)), FromSavepoint: fromSavepoint})
+		if err != nil {
+			return rpcError("submit "+fs.Arg(0), err)
+		}
+		fmt.Fprintln(stdout, resp.GetJobId())
+		return nil
+	case "list":
+		ctx, done, err := connect(0, "job list takes no arguments")
+		if err != nil {
+			return err
+		}
+		defer done()
+		resp, err := c.ListJobs(ctx, &eddyv1.ListJobsRequest{Tenant: cf.tenant})
+		if err != nil {
+			return rpcError("list jobs", err)
+		}
+		tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tNAME\tSTATE\tATTEMPT\tMESSAGE")
+		for _, j := range resp.GetJobs() {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\n", j.GetJobId(), j.GetName(), jobState(j.GetState()), j.GetAttempt(), j.GetMessage())
+		}
+		return tw.Flush()
+	case "status":
+		ctx, done, err := connect(1, "job status takes one job id")
+		if err != nil {
+			return err
+		}
+		defer done()
+		resp, err := c.JobStatus(ctx, &eddyv1.JobStatusRequest{Tenant: cf.tenant, JobId: fs.Arg(0)})
+		if err != nil {
+			return rpcError("job "+fs.Arg(0), err)
+		}
+		printStatus(stdout, resp)
+		return nil
+	case "cancel":
+		ctx, done, err := connect(1, "job cancel takes one job id")
+		if err != nil {
+			return err
+		}
+		defer done()
+		resp, err := c.CancelJob(ctx, &eddyv1.CancelJobRequest{Tenant: cf.tenant, JobId: fs.Arg(0)})
+		if err != nil {
+			return rpcError("cancel "+fs.Arg(0), err)
+		}
+		fmt.Fprintf(stdout, "%s %s\n", fs.Arg(0), jobState(resp.GetState()))
+		return nil
+	}
+	return usageError{fmt.Errorf("unknown job subcommand %q\n%s", args[0], jobUsage)}
+}
+
+// jobState is a job state as users read it: "RUNNING", "WAITING_FOR_SLOTS".
+func jobState(s eddyv1.JobState) string {
+	return strings.TrimPrefix(s.String(), "JOB_STATE_")
+}
+
+func taskState(s eddyv1.TaskState) string {
+	return strings.TrimPrefix(s.String(), "TASK_STATE_")
+}
+
+func printStatus(w io.Writer, resp *eddyv1.JobStatusResponse) {
+	j := resp.GetJob()
+	fmt.Fprintf(w, "job %s (%s): %s, attempt %d\n", j.GetJobId(), j.GetName(), jobState(j.GetState()), j.GetAttempt())
+	if m := j.GetMessage(); m != "" {
+		fmt.Fprintf(w, "  %s\n", m)
+	}
+	if len(resp.GetTasks()) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "TASK\tSTATE\tWORKER\tRECORDS IN\tRECORDS OUT\tBACKPRESSURE\tERROR")
+		for _, t := range resp.GetTasks() {
+			m := t.GetMetrics()
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.0f%%\t%s\n", t.GetTaskId(), taskState(t.GetState()), t.GetWorkerId(),
+				m.GetRecordsIn(), m.GetRecordsOut(), 100*m.GetBackpressureRatio(), t.GetError())
+		}
+		tw.Flush()
+	}
+	if len(resp.GetCheckpoints()) > 0 {
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "CHECKPOINT\tKIND\tSTATE\tDURATION\tFULL\tINCREMENTAL\tERROR")
+		for _, c := range resp.GetCheckpoints() {
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%dms\t%d\t%d\t%s\n", c.GetCheckpointId(), strings.TrimPrefix(c.GetKind().String(), "CHECKPOINT_KIND_"),
+				strings.TrimPrefix(c.GetState().String(), "CHECKPOINT_STATE_"), c.GetDurationMs(), c.GetFullSizeBytes(), c.GetIncrementalSizeBytes(), c.GetError())
+		}
+		tw.Flush()
+	}
+}

@@ -1,0 +1,304 @@
+package main
+
+// The server modes: coordinator, worker, and standalone (one of each in
+// this process, the embedded default that `eddy run` also uses).
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/eddy-stream/eddy/connectors"
+	"github.com/eddy-stream/eddy/dataflow"
+	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/window"
+	"github.com/eddy-stream/eddy/dataflow/worker"
+	"github.com/eddy-stream/eddy/host"
+	"github.com/eddy-stream/eddy/scheduler/coordinator"
+)
+
+// coordinatorFlags fill a coordinator.Config.
+type coordinatorFlags struct {
+	cfg      coordinator.Config
+	dataDir  string
+	blobs    string
+	restarts int
+	restart  string
+	delay    time.Duration
+}
+
+func (c *coordinatorFlags) register(fs *flag.FlagSet, standalone bool) {
+	c.cfg = coordinator.DefaultConfig()
+	fs.StringVar(&c.cfg.NodeID, "id", "c1", "this coordinator's name in the Raft group")
+	fs.StringVar(&c.cfg.APIAddr, "api", c.cfg.APIAddr, "gRPC listen address for clients and workers")
+	fs.StringVar(&c.cfg.APIAdvertiseAddr, "advertise", "", "API address others dial, if not --api")
+	fs.StringVar(&c.blobs, "blobs", "", "directory of the module store, shared by every coordinator (default DATA-DIR/blobs)")
+	fs.DurationVar(&c.cfg.HeartbeatInterval, "heartbeat-interval", c.cfg.HeartbeatInterval, "how often workers heartbeat")
+	fs.DurationVar(&c.cfg.HeartbeatTimeout, "heartbeat-timeout", c.cfg.HeartbeatTimeout, "after this long without a heartbeat a worker is lost and its jobs restart")
+	fs.StringVar(&c.restart, "restart", string(c.cfg.Restart.Kind), "restart strategy of failed jobs: exponential, fixed or none")
+	fs.DurationVar(&c.delay, "restart-delay", c.cfg.Restart.Delay, "delay before a restart (the first, for exponential)")
+	fs.IntVar(&c.restarts, "restarts", c.cfg.Restart.MaxAttempts, "restarts of a job before it fails")
+	if !standalone {
+		fs.StringVar(&c.cfg.Raft.BindAddr, "raft", c.cfg.Raft.BindAddr, "Raft listen address")
+		fs.BoolVar(&c.cfg.Raft.Bootstrap, "bootstrap", false, "form a new group with this member (the first coordinator)")
+		fs.StringVar(&c.cfg.Join, "join", "", "API address of a member of an existing group to join")
+	}
+}
+
+// build checks the flags and makes the coordinator.
+func (c *coordinatorFlags) build(engine *host.Engine, log *slog.Logger) (*coordinator.Coordinator, error) {
+	if c.dataDir == "" {
+		return nil, usageError{errors.New("--data-dir is required")}
+	}
+	c.cfg.Raft.DataDir = filepath.Join(c.dataDir, "raft")
+	c.cfg.Restart.Kind = coordinator.RestartKind(c.restart)
+	c.cfg.Restart.Delay = c.delay
+	c.cfg.Restart.MaxAttempts = c.restarts
+	if c.cfg.Restart.MaxDelay < c.delay {
+		c.cfg.Restart.MaxDelay = c.delay
+	}
+	c.cfg.Logger = log
+	if c.blobs == "" {
+		c.blobs = filepath.Join(c.dataDir, "blobs")
+	}
+	if err := c.cfg.Validate(); err != nil {
+		return nil, usageError{err}
+	}
+	return coordinator.New(c.cfg, coordinator.Deps{
+		Store:     coordinator.DirStore{Dir: c.blobs},
+		Validator: validator(engine),
+		Planner:   planTasks,
+	})
+}
+
+// validator compiles and validates an uploaded module with the host, as a
+// worker will, so a module that would not run is refused at upload.
+func validator(engine *host.Engine) func(ctx context.Context, name string, wasm []byte) error {
+	return func(ctx context.Context, name string, wasm []byte) error {
+		m, err := engine.Compile(ctx, name, wasm)
+		if err != nil {
+			return err
+		}
+		return m.Close(ctx)
+	}
+}
+
+func planTasks(specYAML []byte) ([]string, error) {
+	spec, err := jobspec.Parse(specYAML, "")
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := dataflow.PlanTasks(spec)
+	if err != nil {
+		return nil, err
+	}
+	ids := make([]string, len(tasks))
+	for i, t := range tasks {
+		ids[i] = t.ID
+	}
+	return ids, nil
+}
+
+// workerFlags fill a worker.Config.
+type workerFlags struct {
+	cfg          worker.Config
+	coordinators string
+}
+
+func (w *workerFlags) register(fs *flag.FlagSet, standalone bool) {
+	w.cfg = worker.DefaultConfig()
+	fs.IntVar(&w.cfg.Slots, "slots", w.cfg.Slots, "tasks this worker runs at once")
+	fs.StringVar(&w.cfg.DataAddr, "data", w.cfg.DataAddr, "listen address of the worker's data exchange")
+	if !standalone {
+		fs.StringVar(&w.cfg.ID, "id", "", "this worker's name (default: from its data address)")
+		fs.StringVar(&w.coordinators, "coordinator", defaultCoordinator, "API addresses of coordinators, comma-separated")
+		fs.StringVar(&w.cfg.AdvertiseAddr, "advertise", "", "data address other workers dial, if not --data")
+	}
+}
+
+// server is what a server command runs with: engine, state backends, and
+// its coordinator and worker (either may be nil).
+type server struct {
+	engine   *host.Engine
+	backends *backends
+	coord    *coordinator.Coordinator
+	worker   *worker.Worker
+	log      *slog.Logger
+}
+
+func (s *server) stop() {
+	if s.worker != nil {
+		s.worker.Stop()
+	}
+	if s.coord != nil {
+		s.coord.Stop()
+	}
+	if s.engine != nil {
+		_ = s.engine.Close(context.Background())
+	}
+	if s.backends != nil {
+		s.backends.close()
+	}
+}
+
+// startWorker starts a worker of this process.
+func (s *server) startWorker(ctx context.Context, wf *workerFlags, coordinators []string, stdout io.Writer) error {
+	wf.cfg.Coordinators = coordinators
+	wf.cfg.Logger = s.log
+	wf.cfg.Job = dataflow.Options{
+		Connectors:     connectors.Registry{Stdout: stdout},
+		Engine:         s.engine,
+		StateBackends:  s.backends.get,
+		WindowOperator: window.New,
+	}
+	w, err := worker.New(wf.cfg)
+	if err != nil {
+		return usageError{err}
+	}
+	if err := w.Start(ctx); err != nil {
+		return err
+	}
+	s.worker = w
+	return nil
+}
+
+// serverFlags parses a server command's flags.
+func serverFlags(name string, args []string, stderr io.Writer, register func(fs *flag.FlagSet)) (*engineFlags, error) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var ef engineFlags
+	ef.register(fs)
+	register(fs)
+	if err := parseFlags(fs, args, 0, name+" takes no arguments"); err != nil {
+		return nil, err
+	}
+	return &ef, nil
+}
+
+func newServer(ctx context.Context, ef *engineFlags, stderr io.Writer) (*server, error) {
+	log, err := ef.logger(stderr)
+	if err != nil {
+		return nil, err
+	}
+	if err := ef.cfg.Validate(); err != nil {
+		return nil, usageError{err}
+	}
+	ef.cfg.Logger = log
+	engine, err := host.NewEngine(ctx, ef.cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &server{engine: engine, backends: &backends{dir: ef.dataDir}, log: log}, nil
+}
+
+// waitSignal blocks until SIGINT or SIGTERM.
+func waitSignal() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	<-ctx.Done()
+}
+
+func cmdCoordinator(args []string, stdout, stderr io.Writer) error {
+	var cf coordinatorFlags
+	ef, err := serverFlags("coordinator", args, stderr, func(fs *flag.FlagSet) { cf.register(fs, false) })
+	if err != nil {
+		return err
+	}
+	cf.dataDir = ef.dataDir
+	ctx := context.Background()
+	s, err := newServer(ctx, ef, stderr)
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	if s.coord, err = cf.build(s.engine, s.log); err != nil {
+		return err
+	}
+	if err := s.coord.Start(ctx); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "coordinator %s serving on %s (raft %s)\n", cf.cfg.NodeID, s.coord.Addr(), s.coord.RaftAddr())
+	waitSignal()
+	return nil
+}
+
+func cmdWorker(args []string, stdout, stderr io.Writer) error {
+	var wf workerFlags
+	ef, err := serverFlags("worker", args, stderr, func(fs *flag.FlagSet) { wf.register(fs, false) })
+	if err != nil {
+		return err
+	}
+	ctx := context.Background()
+	s, err := newServer(ctx, ef, stderr)
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	if err := s.startWorker(ctx, &wf, strings.Split(wf.coordinators, ","), stdout); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "worker %s with %d slots, data exchange on %s\n", s.worker.ID(), wf.cfg.Slots, s.worker.Addr())
+	waitSignal()
+	return nil
+}
+
+// startStandalone starts a single-member coordinator and one worker in
+// this process: the same code as a cluster, wired together.
+func startStandalone(ctx context.Context, ef *engineFlags, cf *coordinatorFlags, wf *workerFlags, stdout, stderr io.Writer) (*server, error) {
+	cf.dataDir = ef.dataDir
+	cf.cfg.Raft.Bootstrap = true
+	cf.cfg.Raft.BindAddr = "127.0.0.1:0"
+	s, err := newServer(ctx, ef, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if s.coord, err = cf.build(s.engine, s.log); err != nil {
+		s.stop()
+		return nil, err
+	}
+	if err := s.coord.Start(ctx); err != nil {
+		s.stop()
+		return nil, err
+	}
+	if _, _, err := s.coord.WaitLeader(ctx); err != nil {
+		s.stop()
+		return nil, err
+	}
+	if err := s.startWorker(ctx, wf, []string{s.coord.Addr()}, stdout); err != nil {
+		s.stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+func cmdStandalone(args []string, stdout, stderr io.Writer) error {
+	var cf coordinatorFlags
+	var wf workerFlags
+	ef, err := serverFlags("standalone", args, stderr, func(fs *flag.FlagSet) {
+		cf.register(fs, true)
+		wf.register(fs, true)
+	})
+	if err != nil {
+		return err
+	}
+	if ef.dataDir == "" {
+		return usageError{errors.New("--data-dir is required")}
+	}
+	s, err := startStandalone(context.Background(), ef, &cf, &wf, stdout, stderr)
+	if err != nil {
+		return err
+	}
+	defer s.stop()
+	fmt.Fprintf(stdout, "standalone: coordinator on %s, worker with %d slots\n", s.coord.Addr(), wf.cfg.Slots)
+	waitSignal()
+	return nil
+}

@@ -1,0 +1,137 @@
+package coordinator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
+	"github.com/eddy-stream/eddy/scheduler/fsm"
+	"github.com/eddy-stream/eddy/scheduler/raftnode"
+)
+
+// clusterServer serves Cluster on the leader; every other member answers
+// UNAVAILABLE with a NotLeader detail naming the leader's API address.
+type clusterServer struct {
+	eddyv1.UnimplementedClusterServer
+	c *Coordinator
+}
+
+// leaderOnly returns the ready term, or the status a non-leader answers.
+func (c *Coordinator) leaderOnly(ctx context.Context) (*term, error) {
+	t, ok, err := c.leading(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if !ok {
+		return nil, c.notLeader()
+	}
+	return t, nil
+}
+
+func (s *clusterServer) RegisterWorker(ctx context.Context, req *eddyv1.RegisterWorkerRequest) (*eddyv1.RegisterWorkerResponse, error) {
+	c := s.c
+	t, err := c.leaderOnly(ctx)
+	if err != nil {
+		return nil, err
+	}
+	refuse := func(reason string) (*eddyv1.RegisterWorkerResponse, error) {
+		c.log.Warn("worker refused", "worker", req.GetWorkerId(), "reason", reason)
+		return &eddyv1.RegisterWorkerResponse{Reason: reason}, nil
+	}
+	switch {
+	case req.GetWorkerId() == "":
+		return refuse("no worker id")
+	case req.GetInstanceId() == "":
+		return refuse("no instance id")
+	case req.GetDataAddress() == "":
+		return refuse("no data address")
+	case req.GetSlots() < 1:
+		return refuse("a worker needs at least 1 slot")
+	}
+	_, err = c.propose(ctx, &fsm.RegisterWorker{
+		ID:          req.GetWorkerId(),
+		Address:     req.GetDataAddress(),
+		Slots:       int(req.GetSlots()),
+		Incarnation: req.GetInstanceId(),
+	})
+	if errors.Is(err, fsm.ErrMalformed) {
+		return refuse(err.Error())
+	}
+	if err != nil {
+		return nil, c.toStatus(err)
+	}
+	t.registered(req.GetWorkerId(), req.GetInstanceId(), c.now())
+	c.log.Info("worker registered", "worker", req.GetWorkerId(), "instance", req.GetInstanceId(),
+		"slots", req.GetSlots(), "data_address", req.GetDataAddress(), "version", req.GetVersion())
+	return &eddyv1.RegisterWorkerResponse{
+		Accepted:            true,
+		HeartbeatIntervalMs: c.cfg.HeartbeatInterval.Milliseconds(),
+		HeartbeatTimeoutMs:  c.cfg.HeartbeatTimeout.Milliseconds(),
+	}, nil
+}
+
+func (s *clusterServer) Heartbeat(ctx context.Context, req *eddyv1.HeartbeatRequest) (*eddyv1.HeartbeatResponse, error) {
+	c := s.c
+	t, err := c.leaderOnly(ctx)
+	if err != nil {
+		return nil, err
+	}
+	wid := req.GetWorkerId()
+	w, err := c.fsm.Worker(wid)
+	switch {
+	case err != nil:
+		return nil, status.Errorf(codes.NotFound, "worker %s is not registered: register again", wid)
+	case w.State != fsm.WorkerAlive:
+		return nil, status.Errorf(codes.NotFound, "worker %s was declared lost (%s) and its tasks rescheduled: cancel every task and register again", wid, w.Message)
+	case w.Incarnation != req.GetInstanceId():
+		return nil, status.Errorf(codes.NotFound, "worker %s instance %s was replaced by instance %s: cancel every task and register again", wid, req.GetInstanceId(), w.Incarnation)
+	}
+	t.heard(wid, req.GetInstanceId(), c.now(), req.GetTasks())
+
+	jobs := c.fsm.AllJobs()
+	byID := make(map[string]*fsm.Job, len(jobs))
+	for i := range jobs {
+		byID[jobs[i].ID] = &jobs[i]
+	}
+	if cmds := reportCommands(wid, req.GetTasks(), byID); len(cmds) > 0 {
+		for _, cmd := range cmds {
+			if _, err := c.propose(ctx, cmd); err != nil {
+				if errors.Is(err, raftnode.ErrNotLeader) || errors.Is(err, raftnode.ErrShutdown) || ctx.Err() != nil {
+					return nil, c.toStatus(err)
+				}
+				// Refused (the job moved on meanwhile) or unknown outcome:
+				// the report stays unreleased and comes again.
+				c.log.Debug("task report not recorded", "worker", wid, "err", err)
+				continue
+			}
+			c.logReport(wid, cmd)
+		}
+		jobs = c.fsm.AllJobs()
+	}
+	workers := map[string]fsm.Worker{}
+	for _, w := range c.fsm.Workers() {
+		workers[w.ID] = w
+	}
+	resp := instructions(wid, req.GetTasks(), jobs, workers)
+	resp.HeartbeatIntervalMs = c.cfg.HeartbeatInterval.Milliseconds()
+	if n := len(resp.Deployments) + len(resp.CancelTasks) + len(resp.CancelJobs); n > 0 {
+		c.log.Debug("heartbeat instructions", "worker", wid, "deployments", len(resp.Deployments),
+			"cancel_tasks", len(resp.CancelTasks), "cancel_jobs", len(resp.CancelJobs))
+	}
+	return resp, nil
+}
+
+func (c *Coordinator) logReport(worker string, cmd fsm.Command) {
+	switch cmd := cmd.(type) {
+	case *fsm.TaskFinished:
+		c.log.Info("task finished", "worker", worker, "job", cmd.JobID, "attempt", cmd.Attempt, "task", cmd.TaskID)
+	case *fsm.TaskFailed:
+		c.log.Warn("task failed", "worker", worker, "job", cmd.JobID, "attempt", cmd.Attempt, "task", cmd.TaskID, "error", cmd.Message)
+	default:
+		c.log.Info(fmt.Sprint(cmd.Type()), "worker", worker)
+	}
+}

@@ -1,0 +1,48 @@
+// Package coordinator is the coordinator process's logic, shared by
+// `eddy coordinator` and `eddy standalone`: one Raft member (package
+// raftnode around package fsm) and one gRPC server for the Control and
+// Cluster services, plus, while the member leads, the leader's loops.
+//
+// # Serving
+//
+// Every member serves Control. The leader answers; a follower forwards the
+// call to the leader's API address (which it finds in the FSM's
+// coordinator records) and relays the answer, or fails with UNAVAILABLE
+// and a NotLeader detail when no leader is known. Only the leader serves
+// Cluster: a follower answers UNAVAILABLE with a NotLeader detail naming
+// the leader's API address, and the worker calls the leader itself.
+//
+// # The leader
+//
+// A member that wins an election waits for a Raft barrier, then runs one
+// term: it holds the workers' heartbeats in memory (they are not Raft
+// commands) and, whenever the FSM changes or a timer expires, decides and
+// commits:
+//   - liveness: a worker silent for HeartbeatTimeout is declared down
+//     (fsm.WorkerDown), which sends its jobs to RESTARTING;
+//   - restarts: a RESTARTING job waits its backoff (RestartStrategy), or is
+//     failed with the last failure's cause once MaxAttempts restarts are
+//     used up;
+//   - placement: a waiting job, or a restarting one past its backoff, is
+//     placed over the alive workers' free slots (package placement,
+//     fsm.PlaceJob as the next attempt), or marked waiting with the message
+//     "waiting for slots: job needs N, M free".
+//
+// These decisions, and the answer to a heartbeat, are pure functions of the
+// replicated state, the in-memory heartbeat view and the time (decide.go,
+// status.go); the goroutines, timers and Raft proposals live around them.
+// A new leader starts every worker's timeout afresh, so that workers have a
+// full HeartbeatTimeout to find it: tasks keep running across a leader
+// change.
+//
+// # The worker's side of Cluster
+//
+// See the proto's comments for the contract. In short: RegisterWorker at
+// start (and after any NOT_FOUND heartbeat), then Heartbeat every
+// heartbeat_interval_ms with every task held; apply the answer
+// idempotently (start deployments' tasks not yet held, cancel cancel_tasks
+// and every task of cancel_jobs, forget released terminal tasks).
+//
+// The package does not run tasks, parse Wasm or talk to storage: the
+// caller injects a ModuleStore, a Validator and a Planner (Deps).
+package coordinator
