@@ -16,9 +16,14 @@ build:
 demo: build
 	./$(BIN) run examples/demo.yaml
 
-## test: the whole suite (unit, end-to-end, hostile modules).
+## test: the whole suite (unit, end-to-end, multi-process cluster, hostile
+## modules). The s3:// tests run against versitygw, which
+## scripts/versitygw.sh builds once into a cache outside the repository
+## (about 3 minutes cold; EDDY_SKIP_S3=1 skips them).
 test:
-	$(GO) test -count=1 -timeout 15m $(PKGS)
+	@if [ "$${EDDY_SKIP_S3:-}" != 1 ] && [ -z "$${EDDY_VERSITYGW:-}" ]; then echo "versitygw (S3 server for the tests): scripts/versitygw.sh"; fi
+	EDDY_VERSITYGW="$${EDDY_VERSITYGW:-$$( [ "$${EDDY_SKIP_S3:-}" = 1 ] || scripts/versitygw.sh)}" \
+		$(GO) test -count=1 -timeout 15m $(PKGS)
 
 ## check: formatting, vet, tidy go.mod, fixtures up to date.
 check:
@@ -30,6 +35,7 @@ check:
 	$(MAKE) -B -C udfs
 	$(MAKE) -B -C host/testdata
 	@git diff --quiet -- udfs/build host/testdata || { echo "committed .wasm fixtures are stale: run make udfs and commit"; git status --short udfs/build host/testdata; exit 1; }
+	$(MAKE) proto-check
 
 ## udfs: rebuild the example operators (committed as test fixtures).
 udfs:

@@ -60,14 +60,26 @@ func rpcError(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
-// parseFlags parses a subcommand's flags and checks its positional count.
+// parseFlags parses a subcommand's flags, which may come before, between
+// or after its arguments (`eddy module upload FILE --name NAME`), and
+// checks the number of arguments.
 func parseFlags(fs *flag.FlagSet, args []string, nargs int, what string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+	var positional []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return err
+			}
+			return usageError{err}
 		}
-		return usageError{err}
+		if fs.NArg() == 0 {
+			break
+		}
+		positional = append(positional, fs.Arg(0))
+		args = fs.Args()[1:]
 	}
+	// Leave the arguments where fs.Arg finds them.
+	_ = fs.Parse(append([]string{"--"}, positional...))
 	if nargs >= 0 && fs.NArg() != nargs {
 		return usageError{fmt.Errorf("%s (got %d arguments)", what, fs.NArg())}
 	}
@@ -315,4 +327,40 @@ func printStatus(w io.Writer, resp *eddyv1.JobStatusResponse) {
 		}
 		tw.Flush()
 	}
+}
+
+func cmdCluster(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "info" {
+		return usageError{errors.New("usage: eddy cluster info [flags]   the coordinators (and which leads) and the workers")}
+	}
+	fs := flag.NewFlagSet("cluster info", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf clientFlags
+	cf.register(fs)
+	if err := parseFlags(fs, args[1:], 0, "cluster info takes no arguments"); err != nil {
+		return err
+	}
+	c, done, err := cf.dial()
+	if err != nil {
+		return err
+	}
+	defer done()
+	ctx, cancel := context.WithTimeout(context.Background(), cf.timeout)
+	defer cancel()
+	resp, err := c.ClusterInfo(ctx, &eddyv1.ClusterInfoRequest{})
+	if err != nil {
+		return rpcError("cluster info", err)
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "COORDINATOR\tROLE\tAPI\tRAFT\tVOTER")
+	for _, m := range resp.GetCoordinators() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%v\n", m.GetNodeId(), strings.TrimPrefix(m.GetRole().String(), "COORDINATOR_ROLE_"),
+			m.GetApiAddress(), m.GetRaftAddress(), m.GetVoter())
+	}
+	fmt.Fprintln(tw, "\nWORKER\tSTATE\tDATA\tSLOTS USED\tSLOTS")
+	for _, w := range resp.GetWorkers() {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\n", w.GetWorkerId(), strings.TrimPrefix(w.GetState().String(), "WORKER_STATE_"),
+			w.GetDataAddress(), w.GetSlotsUsed(), w.GetSlotsTotal())
+	}
+	return tw.Flush()
 }

@@ -35,6 +35,7 @@ usage:
 
   eddy module upload|list|get     the module registry
   eddy job submit|list|status|cancel
+  eddy cluster info               coordinators, the leader, workers and their slots
 
 Run 'eddy COMMAND -h' for the flags of a command.
 `
@@ -60,6 +61,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdWorker(args[1:], stdout, stderr)
 	case "standalone":
 		err = cmdStandalone(args[1:], stdout, stderr)
+	case "cluster":
+		err = cmdCluster(args[1:], stdout, stderr)
 	case "module":
 		err = cmdModule(args[1:], stdout, stderr)
 	case "job":
