@@ -26,7 +26,7 @@ type proc struct {
 	log  string
 }
 
-func (p *proc) kill(t *testing.T) {
+func (p *proc) kill(t testing.TB) {
 	t.Helper()
 	if p.cmd.ProcessState != nil {
 		return
@@ -37,7 +37,7 @@ func (p *proc) kill(t *testing.T) {
 
 // startProc starts `eddy args…` with its output in a log file, killed when
 // the test ends.
-func startProc(t *testing.T, dir, name string, args ...string) *proc {
+func startProc(t testing.TB, dir, name string, args ...string) *proc {
 	t.Helper()
 	logPath := filepath.Join(dir, name+".log")
 	f, err := os.Create(logPath)
@@ -71,7 +71,7 @@ func tail(s string, n int) string {
 
 // freeAddr returns a 127.0.0.1 address with a port that was free a moment
 // ago.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -82,7 +82,7 @@ func freeAddr(t *testing.T) string {
 }
 
 // eventually polls cond until it holds or the deadline passes.
-func eventually(t *testing.T, within time.Duration, what string, cond func() bool) {
+func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(within)
 	for !cond() {
@@ -101,7 +101,7 @@ type cluster struct {
 	workers []*proc
 }
 
-func startCluster(t *testing.T, slots int) *cluster {
+func startCluster(t testing.TB, slots int) *cluster {
 	t.Helper()
 	c := &cluster{dir: t.TempDir()}
 	blobs := filepath.Join(c.dir, "blobs")
@@ -139,7 +139,7 @@ func startCluster(t *testing.T, slots int) *cluster {
 
 // eddyAt runs a client command against the coordinators, trying each in
 // turn until one answers (a killed one does not).
-func (c *cluster) eddyAt(t *testing.T, args ...string) result {
+func (c *cluster) eddyAt(t testing.TB, args ...string) result {
 	t.Helper()
 	var r result
 	for i, api := range c.apis {
@@ -154,7 +154,7 @@ func (c *cluster) eddyAt(t *testing.T, args ...string) result {
 	return r
 }
 
-func (c *cluster) eddyOK(t *testing.T, args ...string) result {
+func (c *cluster) eddyOK(t testing.TB, args ...string) result {
 	t.Helper()
 	fields := strings.Fields(args[0])
 	r := c.eddyAt(t, append(fields, args[1:]...)...)
@@ -162,7 +162,7 @@ func (c *cluster) eddyOK(t *testing.T, args ...string) result {
 }
 
 // leader returns the index of the leading coordinator.
-func (c *cluster) leader(t *testing.T) int {
+func (c *cluster) leader(t testing.TB) int {
 	t.Helper()
 	out := c.eddyOK(t, "cluster info").stdout
 	m := regexp.MustCompile(`(?m)^c(\d)\s+LEADER`).FindStringSubmatch(out)
@@ -174,7 +174,7 @@ func (c *cluster) leader(t *testing.T) int {
 }
 
 // jobState polls `job status` and returns the job's state and attempt.
-func (c *cluster) jobState(t *testing.T, id string) (string, int, string) {
+func (c *cluster) jobState(t testing.TB, id string) (string, int, string) {
 	t.Helper()
 	r := c.eddyOK(t, "job status", id)
 	m := regexp.MustCompile(`job \S+ \(\S+\): (\w+), attempt (\d+)`).FindStringSubmatch(r.stdout)
@@ -185,7 +185,7 @@ func (c *cluster) jobState(t *testing.T, id string) (string, int, string) {
 	return m[1], n, r.stdout
 }
 
-func (c *cluster) waitFinished(t *testing.T, id string, within time.Duration) (attempt int) {
+func (c *cluster) waitFinished(t testing.TB, id string, within time.Duration) (attempt int) {
 	t.Helper()
 	var last string
 	eventually(t, within, "job "+id+" finished", func() bool {
@@ -224,14 +224,14 @@ nodes:
 `
 
 // clusterSpec writes the job with its output under a new directory.
-func clusterSpec(t *testing.T, rate int, module string) (spec, out string) {
+func clusterSpec(t testing.TB, rate int, module string) (spec, out string) {
 	t.Helper()
 	text := strings.NewReplacer("RATE", strconv.Itoa(rate), "MODULE", module).Replace(clusterJob)
 	return inlineSpec(t, text)
 }
 
 // sameOutput compares the sorted lines of every output file of two runs.
-func sameOutput(t *testing.T, got, want string) {
+func sameOutput(t testing.TB, got, want string) {
 	t.Helper()
 	for _, name := range []string{"windows.jsonl", "counts.jsonl"} {
 		gotFiles, _ := filepath.Glob(filepath.Join(got, name+"*"))
@@ -297,7 +297,7 @@ func TestCluster(t *testing.T) {
 		}
 	})
 
-	submit := func(t *testing.T, rate int) (id, out string) {
+	submit := func(t testing.TB, rate int) (id, out string) {
 		spec, out := clusterSpec(t, rate, "counter")
 		r := c.eddyOK(t, "job submit", spec)
 		if r.code != 0 {

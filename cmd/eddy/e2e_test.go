@@ -32,7 +32,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func repoRoot(t *testing.T) string {
+func repoRoot(t testing.TB) string {
 	t.Helper()
 	root, err := filepath.Abs("../..")
 	if err != nil {
@@ -63,7 +63,7 @@ type result struct {
 	stdout, stderr string
 }
 
-func eddy(t *testing.T, args ...string) result {
+func eddy(t testing.TB, args ...string) result {
 	t.Helper()
 	cmd := exec.Command(eddyBin, args...)
 	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(os.TempDir(), "eddy-e2e-cache"))
@@ -79,7 +79,7 @@ func eddy(t *testing.T, args ...string) result {
 	return result{code, so.String(), se.String()}
 }
 
-func sortedLines(t *testing.T, path string) []string {
+func sortedLines(t testing.TB, path string) []string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	if err != nil {
@@ -134,7 +134,7 @@ func TestRunPipelines(t *testing.T) {
 }
 
 // inlineSpec writes text (with $ROOT and $OUT) to a temp spec file.
-func inlineSpec(t *testing.T, text string) (spec, out string) {
+func inlineSpec(t testing.TB, text string) (spec, out string) {
 	t.Helper()
 	out = t.TempDir()
 	text = strings.NewReplacer("$ROOT", repoRoot(t), "$OUT", out).Replace(text)

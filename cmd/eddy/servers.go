@@ -257,6 +257,11 @@ func startStandalone(ctx context.Context, ef *engineFlags, cf *coordinatorFlags,
 	cf.dataDir = ef.dataDir
 	cf.cfg.Raft.Bootstrap = true
 	cf.cfg.Raft.BindAddr = "127.0.0.1:0"
+	// A group of one has no peer to wait for: it may elect itself at once
+	// rather than after the cluster's network-sized timeouts.
+	cf.cfg.Raft.HeartbeatTimeout = 100 * time.Millisecond
+	cf.cfg.Raft.ElectionTimeout = 100 * time.Millisecond
+	cf.cfg.Raft.LeaderLeaseTimeout = 100 * time.Millisecond
 	s, err := newServer(ctx, ef, stderr)
 	if err != nil {
 		return nil, err

@@ -1,0 +1,97 @@
+package main
+
+import (
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// BenchmarkClusterThroughput is the throughput of a keyed job (a generator
+// at parallelism 4 → key_by card → a Wasm operator with keyed state and a
+// tumbling window → files) spread over two worker processes, against the
+// same job on the embedded standalone (`eddy run`, one process). Records
+// cross processes over the Exchange gRPC streams in the cluster and local
+// queues standalone. Each iteration runs both once; the figures are
+// records/s of the source and their ratio.
+func BenchmarkClusterThroughput(b *testing.B) {
+	const records = 400_000
+	module := repoRoot(b) + "/udfs/build/counter-c.wasm"
+	c := startCluster(b, 16)
+	if r := c.eddyOK(b, "module upload", module, "--name", "counter"); r.code != 0 {
+		b.Fatal(r.stderr)
+	}
+	job := strings.Replace(clusterJob, "count: 40000", "count: "+strconv.Itoa(records), 1)
+	var cluster, standalone time.Duration
+	for b.Loop() {
+		spec, _ := inlineSpec(b, strings.NewReplacer("RATE", "0", "MODULE", module).Replace(job))
+		r := eddy(b, "run", spec)
+		if r.code != 0 {
+			b.Fatal(r.stderr)
+		}
+		// The job's own time, from submission, as the cluster's below:
+		// not the process start.
+		m := regexp.MustCompile(`finished in (\S+)`).FindStringSubmatch(r.stderr)
+		if m == nil {
+			b.Fatalf("no elapsed time in\n%s", r.stderr)
+		}
+		d, err := time.ParseDuration(m[1])
+		if err != nil {
+			b.Fatal(err)
+		}
+		standalone += d
+
+		spec, _ = inlineSpec(b, strings.NewReplacer("RATE", "0", "MODULE", "counter").Replace(job))
+		start := time.Now()
+		r = c.eddyOK(b, "job submit", spec)
+		if r.code != 0 {
+			b.Fatal(r.stderr)
+		}
+		id := strings.TrimSpace(r.stdout)
+		for {
+			state, _, out := c.jobState(b, id)
+			if state == "FINISHED" {
+				break
+			}
+			if state == "FAILED" {
+				b.Fatal(out)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		cluster += time.Since(start)
+	}
+	n := float64(b.N) * records
+	b.ReportMetric(n/cluster.Seconds(), "cluster-rec/s")
+	b.ReportMetric(n/standalone.Seconds(), "standalone-rec/s")
+	b.ReportMetric(standalone.Seconds()/cluster.Seconds(), "cluster/standalone")
+}
+
+// BenchmarkLeaderFailover is the time from kill -9 of the leading
+// coordinator of three to the first `cluster info` answered by a new
+// leader (raft election and heartbeat timeouts of 1 s, the defaults).
+func BenchmarkLeaderFailover(b *testing.B) {
+	var total time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		c := startCluster(b, 1)
+		l := c.leader(b)
+		b.StartTimer()
+		start := time.Now()
+		c.coords[l].kill(b)
+		for {
+			r := c.eddyOK(b, "cluster info")
+			if r.code == 0 && strings.Contains(r.stdout, "LEADER") {
+				break
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+		total += time.Since(start)
+		b.StopTimer()
+		for _, p := range append(c.coords, c.workers...) {
+			p.kill(b)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/failover")
+}
