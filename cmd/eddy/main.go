@@ -1,6 +1,6 @@
-// Command eddy is the one Eddy binary: the CLI and, as the platform grows,
-// the server modes. Today it runs jobs in this process (`eddy run`) and
-// checks them (`eddy validate`).
+// Command eddy is the one Eddy binary: the CLI (jobs, modules, cluster
+// info), the three server modes (coordinator, worker, standalone) and
+// `eddy run`, which runs a job on an embedded standalone cluster.
 package main
 
 import (

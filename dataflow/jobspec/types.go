@@ -23,7 +23,9 @@ type Spec struct {
 	// StateBackend is where keyed state lives: "pebble" (default; larger
 	// than memory) or "memory" (small, latency-critical state).
 	StateBackend string `yaml:"state_backend"`
-	Nodes        []Node `yaml:"nodes"`
+	// Checkpoint makes the job take aligned checkpoints (nil: none).
+	Checkpoint *CheckpointSpec `yaml:"checkpoint"`
+	Nodes      []Node          `yaml:"nodes"`
 
 	// File is where the spec was read from ("" for bytes); relative paths in
 	// the spec are resolved against its directory.
@@ -53,6 +55,30 @@ type Node struct {
 
 	Line int `yaml:"-"` // line of the node in the spec file
 }
+
+// CheckpointSpec configures a job's checkpoints (see
+// docs/rfcs/2026-11-30-checkpoints.md).
+type CheckpointSpec struct {
+	// Interval between the triggers of two checkpoints.
+	Interval Duration `yaml:"interval"`
+	// Storage is the URL of the checkpoint storage (file:///dir or
+	// s3://bucket/prefix); "" means the coordinator's default.
+	Storage string `yaml:"storage"`
+	// Timeout fails a checkpoint that has not completed by then (default
+	// DefaultCheckpointTimeout); MinPause is the least time between the end
+	// of one checkpoint and the trigger of the next.
+	Timeout  Duration `yaml:"timeout"`
+	MinPause Duration `yaml:"min_pause"`
+	// Retain is how many completed checkpoints are kept (default
+	// DefaultCheckpointRetain).
+	Retain int `yaml:"retain"`
+}
+
+// Checkpoint defaults.
+const (
+	DefaultCheckpointTimeout = Duration(10 * time.Minute)
+	DefaultCheckpointRetain  = 3
+)
 
 // RecordKey as key_by keys by the record's own key.
 const RecordKey = "record_key"

@@ -37,6 +37,22 @@ func (s *Spec) validate(loc string) error {
 	default:
 		return invalidf("%s: state_backend %q is not one of pebble, memory", loc, s.StateBackend)
 	}
+	if c := s.Checkpoint; c != nil {
+		switch {
+		case c.Interval <= 0:
+			return invalidf("%s: checkpoint needs a positive interval (e.g. interval: 10s)", loc)
+		case c.Timeout < 0 || c.MinPause < 0 || c.Retain < 0:
+			return invalidf("%s: checkpoint timeout, min_pause and retain must not be negative", loc)
+		case c.Storage != "" && !strings.HasPrefix(c.Storage, "file://") && !strings.HasPrefix(c.Storage, "s3://"):
+			return invalidf("%s: checkpoint storage %q is not a file:// or s3:// URL", loc, c.Storage)
+		}
+		if c.Timeout == 0 {
+			c.Timeout = DefaultCheckpointTimeout
+		}
+		if c.Retain == 0 {
+			c.Retain = DefaultCheckpointRetain
+		}
+	}
 	if len(s.Nodes) == 0 {
 		return invalidf("%s: the job has no nodes", loc)
 	}
