@@ -45,6 +45,9 @@ func (m *Module) checkAggregate() error {
 type aggCalls struct {
 	create, add, merge, result api.Function
 	looked                     bool
+	// collectFn is a.collect, bound once: a method value taken per call
+	// would allocate on the record path.
+	collectFn func([]abi.Record)
 
 	in  []abi.Record // the batch handed to the guest
 	hdr [abi.GroupHeaderKeyLen]byte
@@ -66,6 +69,7 @@ func (i *Instance) aggFuncs() (*aggCalls, error) {
 		a.add = i.wmod.ExportedFunction(abi.ExportAggAdd)
 		a.merge = i.wmod.ExportedFunction(abi.ExportAggMerge)
 		a.result = i.wmod.ExportedFunction(abi.ExportAggResult)
+		a.collectFn = a.collect
 		a.looked = true
 	}
 	return a, nil
@@ -89,7 +93,7 @@ func (i *Instance) aggCall(export string, fn api.Function, a *aggCalls, want int
 	}
 	a.out, a.end = a.out[:0], a.end[:0]
 	if fn == nil { // eddy_agg_create takes no batch
-		if err := i.call(export, a.create, a.collect); err != nil {
+		if err := i.call(export, a.create, a.collectFn); err != nil {
 			return nil, err
 		}
 	} else {
@@ -101,7 +105,7 @@ func (i *Instance) aggCall(export string, fn api.Function, a *aggCalls, want int
 		view, _ := i.mem.Read(ptr, uint32(size))
 		abi.EncodeBatch(view, a.in)
 		i.stack[0], i.stack[1] = uint64(ptr), uint64(size)
-		if err := i.call(export, fn, a.collect); err != nil {
+		if err := i.call(export, fn, a.collectFn); err != nil {
 			return nil, err
 		}
 	}
