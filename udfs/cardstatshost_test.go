@@ -1,3 +1,8 @@
+//go:build !wasip1
+
+// The host package (wazero, Pebble) is native only; these tests run the
+// modules through it.
+
 package udfs_test
 
 // card-stats through the real host (package host), as the window operator
