@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/eddy-stream/eddy/abi"
 	"github.com/eddy-stream/eddy/host/internal/interrupt"
+	"github.com/eddy-stream/eddy/host/internal/wasmcheck"
 )
 
 // Engine compiles and instantiates operator modules. It owns one wazero
@@ -33,6 +35,9 @@ type Engine struct {
 	// machine code, several times faster.
 	checker wazero.Runtime
 	cache   wazero.CompilationCache // nil without CacheDir
+	// limits bound what a module may declare before wazero sees it (see
+	// Compile).
+	limits wasmcheck.Limits
 	// wasi are the functions wasi_snapshot_preview1 provides, by name: the
 	// only imports besides module "eddy" a guest may have.
 	wasi   map[string]api.FunctionDefinition
@@ -76,6 +81,8 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 		}
 		rc = rc.WithCompilationCache(cache)
 	}
+	limits := wasmcheck.DefaultLimits()
+	limits.MemoryPages = cfg.memoryLimitPages()
 	e := &Engine{
 		cfg:     cfg,
 		logger:  cfg.Logger,
@@ -83,6 +90,7 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 		checker: wazero.NewRuntimeWithConfig(ctx, wazero.NewRuntimeConfigInterpreter().
 			WithMemoryLimitPages(cfg.memoryLimitPages())),
 		cache:   cache,
+		limits:  limits,
 		live:    map[*Instance]struct{}{},
 		drained: make(chan struct{}),
 	}
@@ -162,6 +170,12 @@ func (e *Engine) Load(ctx context.Context, path string) (*Module, error) {
 // refused with an error wrapping ErrInvalidModule. name identifies the
 // module in errors and logs.
 //
+// Before wazero reads the module, Compile refuses one that declares more
+// than its bytes can hold (functions, locals, names, segments, …), more
+// than 50,000 locals in a function or 524,288 in all, a memory larger than
+// Config.MemoryLimit or tables of more than 1,048,576 elements in all: see
+// package wasmcheck.
+//
 // What runs is an instrumented copy of wasm (package interrupt), which
 // Instance.call can stop at its deadline; the module's SHA-256 remains that
 // of wasm.
@@ -179,6 +193,18 @@ func (e *Engine) Compile(ctx context.Context, name string, wasm []byte) (m *Modu
 	}
 	start := time.Now()
 	if err := checkMagic(wasm); err != nil {
+		return nil, markf([]error{ErrInvalidModule}, "module %s: %v", name, err)
+	}
+	// wazero sizes what it allocates by the counts the module declares
+	// before it reads what they count: a 15-byte module can make it
+	// allocate 16 GiB, or run the process out of memory, which no recover
+	// catches. So the counts are checked against the bytes that hold them
+	// first, as are the locals and the memory and table sizes that would
+	// cost the process memory beyond the guest's limit.
+	if err := wasmcheck.Check(wasm, e.limits); err != nil {
+		if errors.Is(err, wasmcheck.ErrMalformed) {
+			return nil, markf([]error{ErrInvalidModule}, "module %s: does not compile: %v", name, err)
+		}
 		return nil, markf([]error{ErrInvalidModule}, "module %s: %v", name, err)
 	}
 	compiled, err := e.compile(ctx, name, wasm)

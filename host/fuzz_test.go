@@ -27,6 +27,11 @@ func FuzzCompile(f *testing.F) {
 		}
 	}
 	f.Add(wasmModule{funcs: abiFuncs(), exportMemory: true}.bytes())
+	// Declared counts are where a few bytes cost the most: each of these
+	// once cost gigabytes.
+	for _, h := range hostileModules() {
+		f.Add(h.wasm)
+	}
 	e := newTestEngine(f, Config{CallTimeout: 100e6})
 	f.Fuzz(func(t *testing.T, wasm []byte) {
 		m, err := e.Compile(context.Background(), "fuzz.wasm", wasm)

@@ -175,6 +175,7 @@ type wasmModule struct {
 type wasmFunc struct {
 	export          string // "" = not exported
 	params, results []byte // value types: 0x7f i32
+	locals          uint32 // of type i32
 	body            []byte // instructions, without the final end
 }
 
@@ -197,7 +198,11 @@ func (w wasmModule) bytes() []byte {
 	for i, f := range w.funcs {
 		types = append(types, append(append([]byte{0x60}, valTypes(f.params)...), valTypes(f.results)...))
 		funcIdx = append(funcIdx, []byte{byte(i)})
-		body := append(append([]byte{0}, f.body...), 0x0b) // no locals
+		locals := []byte{0}
+		if f.locals > 0 {
+			locals = append(append([]byte{1}, uleb(f.locals)...), 0x7f)
+		}
+		body := append(append(locals, f.body...), 0x0b)
 		code = append(code, append([]byte{byte(len(body))}, body...))
 		if f.export != "" {
 			exports = append(exports, append(name(f.export), 0x00, byte(i)))
@@ -220,6 +225,71 @@ func (w wasmModule) bytes() []byte {
 	}
 	out = append(out, section(10, vec(code...))...)
 	return out
+}
+
+// uleb is v in the shortest unsigned LEB128 encoding.
+func uleb(v uint32) []byte {
+	var b []byte
+	for v >= 0x80 {
+		b = append(b, byte(v)|0x80)
+		v >>= 7
+	}
+	return append(b, byte(v))
+}
+
+// rawModule is a binary of the header and the sections, which are
+// written out byte by byte: a module that lies about its sizes.
+func rawModule(sections ...[]byte) []byte {
+	out := []byte{0, 'a', 's', 'm', 1, 0, 0, 0}
+	for _, s := range sections {
+		out = append(out, s...)
+	}
+	return out
+}
+
+// rawSection is a section of the given content and its true size.
+func rawSection(id byte, content ...[]byte) []byte {
+	var c []byte
+	for _, p := range content {
+		c = append(c, p...)
+	}
+	return append(append([]byte{id}, uleb(uint32(len(c)))...), c...)
+}
+
+// withSection inserts a section (id and content) into the binary wasm
+// where the binary format wants it: custom sections last, the others
+// before the first section that must follow them.
+func withSection(wasm []byte, section []byte) []byte {
+	order := func(id byte) int {
+		switch {
+		case id == 0:
+			return 100
+		case id == 12: // data count: after element, before code
+			return 95
+		case id >= 10:
+			return int(id)*10 + 1
+		default:
+			return int(id) * 10
+		}
+	}
+	pos := 8
+	for pos < len(wasm) {
+		id := wasm[pos]
+		size, n := uint32(0), 0
+		for shift := 0; ; shift += 7 {
+			c := wasm[pos+1+n]
+			n++
+			size |= uint32(c&0x7f) << shift
+			if c < 0x80 {
+				break
+			}
+		}
+		if order(id) > order(section[0]) {
+			break
+		}
+		pos += 1 + n + int(size)
+	}
+	return append(append(append([]byte(nil), wasm[:pos]...), section...), wasm[pos:]...)
 }
 
 // Wasm instructions used by the hand-built modules.
