@@ -1,12 +1,14 @@
 // Package state is the keyed state of Eddy operators: key groups, the
 // encoding of state addresses into one ordered keyspace, the value, list and
 // map state kinds with optional TTL, event- and processing-time timers, and
-// the snapshot and restore of a task's key-group range.
+// the snapshot and restore of a task's key-group range, including its state
+// files in a checkpoint ([SnapshotTo], [RestoreFrom]).
 //
-// It is not for operator (non-keyed) state, for writing snapshots to
-// checkpoint storage (see storage), nor for deciding when timers fire (the
-// task's watermark and processing-time service do; PopTimers only hands
-// back what is due).
+// It is not for operator (non-keyed) state, for the blob store itself or the
+// layout of checkpoints above the state files (see storage and the
+// checkpoint coordinator), nor for deciding when timers fire (the task's
+// watermark and processing-time service do; PopTimers only hands back what
+// is due).
 //
 // # Use
 //
@@ -62,6 +64,29 @@
 // timestamp. A Store keeps an in-memory heap of each group's earliest timer
 // (Flink's KeyGroupPartitionedPriorityQueue) and merges the groups when
 // popping; see timerQueue for how it avoids re-scanning deleted timers.
+//
+// Checkpoint files. [SnapshotTo] writes a task's state to a blob store
+// under a prefix's "shared/" folder, content-addressed by sha256, and
+// returns a [SnapshotManifest] listing the files; [RestoreFrom] reads any
+// number of manifests back into a Store, keeping its key groups. The memory
+// backend writes one full entries file (see internal/entryfile). The Pebble
+// backend is incremental, as RocksDB is in Flink: it takes a Pebble
+// checkpoint restricted to the task's key span and uploads the table files
+// not uploaded before, which after a small change is the few new ones. A
+// restore opens the checkpoint read-only and reads the span through Pebble,
+// which resolves versions, merges and deletions of the shared database. A
+// restore downloads and checks every file before it changes the Store. Both
+// kinds restore into either backend. File keys in a manifest are relative
+// to the prefix, so a savepoint is a plain copy of the files.
+//
+// A snapshot has a synchronous part, [CaptureSnapshot] (a Pebble flush and
+// checkpoint: hard links; or the memory state written to a local file), and
+// an upload that may run while the task goes on ([SnapshotCapture.Upload]).
+//
+// Because the database is shared, a table file of a checkpoint may hold
+// other tasks' keys as well (a restore never reads them): FullSize counts
+// them, and the checkpoint storage of one job can hold bytes of another
+// job on the same worker.
 //
 // Two backends, one implementation. Everything above is implemented once,
 // over a small ordered key-value interface (engine) with a Pebble and a

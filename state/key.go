@@ -11,7 +11,9 @@ import (
 // and jobs apart in the shared database; Operator is the stable uid from the
 // job spec, which is what lets state survive module swaps and rescaling.
 type Scope struct {
-	Tenant, Job, Operator string
+	Tenant   string `json:"tenant"`
+	Job      string `json:"job"`
+	Operator string `json:"operator"`
 }
 
 // Validate checks that every component is set: an empty one would make it

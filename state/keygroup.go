@@ -46,7 +46,8 @@ func hashKey(key []byte) uint64 {
 
 // Range is a half-open range of key groups [Start, End).
 type Range struct {
-	Start, End int
+	Start int `json:"start"`
+	End   int `json:"end"`
 }
 
 // Contains reports whether key group g is in r.

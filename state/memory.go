@@ -14,6 +14,11 @@ import (
 type MemoryConfig struct {
 	// Now is the clock of state TTL; nil means time.Now.
 	Now func() time.Time
+	// TempDir is where snapshots are written before they are uploaded, and
+	// downloaded before they are restored: as much disk as the state. Empty
+	// means os.TempDir(), which may be a small RAM disk; a worker points it
+	// at its data directory.
+	TempDir string
 }
 
 // DefaultMemoryConfig returns the default configuration.
@@ -33,6 +38,7 @@ type Memory struct {
 	tree  *btree.BTreeG[*memEntry] // order, for scans
 	index map[string]*memEntry     // the same entries, for point access
 	now   func() time.Time
+	tmp   string // MemoryConfig.TempDir
 	tasks taskSet
 	down  atomic.Bool
 }
@@ -59,7 +65,7 @@ func NewMemory(cfg MemoryConfig) (*Memory, error) {
 	}
 	// Degree 16: nodes of up to 31 entries keep a lookup within a few
 	// cache lines per level.
-	return &Memory{tree: btree.NewG(16, memLess), index: make(map[string]*memEntry), now: now}, nil
+	return &Memory{tree: btree.NewG(16, memLess), index: make(map[string]*memEntry), now: now, tmp: cfg.TempDir}, nil
 }
 
 // OpenTask implements Backend.

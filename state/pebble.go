@@ -65,10 +65,14 @@ const ownerMarker = "EDDY_STATE"
 // (checkpoints give durability).
 type Pebble struct {
 	db    *pebble.DB
+	dir   string
 	lock  *pebble.Lock
 	now   func() time.Time
 	tasks taskSet
 	down  atomic.Bool
+	// digests remembers the sha256 of the database's immutable files, so
+	// that an incremental snapshot hashes only the files that are new.
+	digests digestCache
 }
 
 var _ Backend = (*Pebble)(nil)
@@ -114,6 +118,9 @@ func OpenPebble(cfg PebbleConfig) (*Pebble, error) {
 	if err := os.WriteFile(filepath.Join(cfg.Dir, ownerMarker), []byte("eddy keyed state; wiped when a worker starts\n"), 0o644); err != nil {
 		return fail(err)
 	}
+	if err := os.Mkdir(filepath.Join(cfg.Dir, tempDirName), 0o755); err != nil {
+		return fail(err)
+	}
 	logger := cfg.Logger
 	if logger == nil {
 		logger = slog.Default()
@@ -130,6 +137,11 @@ func OpenPebble(cfg PebbleConfig) (*Pebble, error) {
 		Merger: pebble.DefaultMerger,
 		Lock:   lock,
 		Logger: pebbleLogger{logger},
+		// Every incremental snapshot uploads a copy of the MANIFEST, which
+		// otherwise grows to 128 MB of edit history before it is rewritten.
+		// With a small limit Pebble rewrites it once the edits outnumber the
+		// live files, so it stays within about twice a listing of them.
+		MaxManifestFileSize: 256 << 10,
 	}
 	// Bloom filters on every level: state access is mostly point reads of
 	// keys that are often in no table at all (a first touch of a key).
@@ -142,12 +154,12 @@ func OpenPebble(cfg PebbleConfig) (*Pebble, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Pebble{db: db, lock: lock, now: now}, nil
+	return &Pebble{db: db, dir: cfg.Dir, lock: lock, now: now}, nil
 }
 
 // OpenTask implements Backend.
 func (p *Pebble) OpenTask(scope Scope, maxParallelism int, groups Range) (Store, error) {
-	s, err := openStore(&pebbleEngine{db: p.db}, &p.tasks, &p.down, p.now, scope, maxParallelism, groups)
+	s, err := openStore(&pebbleEngine{p: p, db: p.db}, &p.tasks, &p.down, p.now, scope, maxParallelism, groups)
 	if err != nil {
 		return nil, err
 	}
@@ -188,6 +200,7 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 
 // pebbleEngine is one Store's view of the shared database.
 type pebbleEngine struct {
+	p  *Pebble // for snapshots, which work on the database as a whole
 	db *pebble.DB
 }
 
