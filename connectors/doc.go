@@ -11,10 +11,15 @@
 // parallelism; that is what makes a rescaled or re-run job produce the same
 // records.
 //
+// Checkpoints: the generator and file sources are dataflow.Checkpointed —
+// their position (the next record number; the byte offset and number of
+// the next line) is all their state, so seeking to it and reading on gives
+// exactly the records after it. The file sink is dataflow.Transactional
+// when the deployment checkpoints: it stages each checkpoint's output under
+// a hidden name and publishes it when the checkpoint completes (see
+// fileSink), which makes its output exactly-once across restarts.
+//
 // It is not for parsing or validating whole job specs (package jobspec),
-// for moving records between tasks, batching, watermarks or backpressure
-// (package dataflow), nor for checkpointing source positions: the
-// connectors here are replayable from the start because they are
-// deterministic (generator) or bounded (file), and that is all a restart
-// relies on for now.
+// for moving records between tasks, batching, watermarks, backpressure or
+// deciding when to checkpoint (package dataflow).
 package connectors

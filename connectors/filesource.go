@@ -4,10 +4,12 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 
 	"github.com/eddy-stream/eddy/dataflow"
@@ -33,6 +35,11 @@ type fileSource struct {
 	subtask     int
 	parallelism int
 	done        bool
+	// offset is the byte offset of the line after the last one scanned,
+	// and tokenLen the bytes the scanner's last token took, newline
+	// included: the position of a checkpoint.
+	offset   int64
+	tokenLen int
 }
 
 func (s *fileSource) Open(ctx context.Context, info dataflow.TaskInfo) error {
@@ -46,10 +53,104 @@ func (s *fileSource) Open(ctx context.Context, info dataflow.TaskInfo) error {
 		return fmt.Errorf("file source: %w", err)
 	}
 	s.f = f
-	s.sc = bufio.NewScanner(f)
-	s.sc.Buffer(make([]byte, 64<<10), maxLineBytes)
 	s.subtask, s.parallelism = subtask, parallelism
+	s.scanFrom(0, 0)
 	return nil
+}
+
+// scanFrom starts scanning at offset, which is where line+1 begins.
+func (s *fileSource) scanFrom(offset int64, line int) {
+	s.sc = bufio.NewScanner(s.f)
+	s.sc.Buffer(make([]byte, 64<<10), maxLineBytes)
+	s.sc.Split(s.splitLines)
+	s.offset, s.line, s.done = offset, line, false
+}
+
+// splitLines is bufio.ScanLines, remembering how many bytes each line took.
+func (s *fileSource) splitLines(data []byte, atEOF bool) (int, []byte, error) {
+	advance, token, err := bufio.ScanLines(data, atEOF)
+	if token != nil {
+		s.tokenLen = advance
+	}
+	return advance, token, err
+}
+
+// filePositionTag starts a file source position: its format version.
+const filePositionTag = 'f'
+
+// Position is the byte offset of the next line to scan and the number of
+// lines before it, which decides the subtask of every line after.
+func (s *fileSource) Position() ([]byte, error) {
+	if s.sc == nil {
+		return nil, fmt.Errorf("file source %s: %w", s.path, errNotOpen)
+	}
+	return encodeFilePosition(s.offset, s.line), nil
+}
+
+// Seek continues at a position Position returned. The file must still
+// hold at least as many bytes, with a line ending right before the
+// position: otherwise it is not the file the position was taken on.
+func (s *fileSource) Seek(pos []byte) error {
+	if s.sc == nil {
+		return fmt.Errorf("file source %s: %w", s.path, errNotOpen)
+	}
+	offset, line, err := decodeFilePosition(pos)
+	if err != nil {
+		return fmt.Errorf("file source %s: %w", s.path, err)
+	}
+	if offset > 0 {
+		var last [1]byte
+		if _, err := s.f.ReadAt(last[:], offset-1); err != nil {
+			if errors.Is(err, io.EOF) {
+				return fmt.Errorf("file source %s: position %d is beyond the end of the file: it changed since the checkpoint", s.path, offset)
+			}
+			return fmt.Errorf("file source %s: %w", s.path, err)
+		}
+		if last[0] != '\n' && !s.atEnd(offset) {
+			return fmt.Errorf("file source %s: position %d (line %d) is not at the start of a line: the file changed since the checkpoint", s.path, offset, line+1)
+		}
+	}
+	if _, err := s.f.Seek(offset, io.SeekStart); err != nil {
+		return fmt.Errorf("file source %s: %w", s.path, err)
+	}
+	s.scanFrom(offset, line)
+	return nil
+}
+
+// atEnd reports whether offset is the end of the file: a last line
+// without a newline ends there.
+func (s *fileSource) atEnd(offset int64) bool {
+	fi, err := s.f.Stat()
+	return err == nil && fi.Size() == offset
+}
+
+func encodeFilePosition(offset int64, line int) []byte {
+	b := []byte{filePositionTag, 1}
+	b = binary.AppendUvarint(b, uint64(offset))
+	return binary.AppendUvarint(b, uint64(line))
+}
+
+// decodeFilePosition reads what encodeFilePosition wrote; the bytes come
+// from checkpoint storage, so anything else is an error.
+func decodeFilePosition(pos []byte) (offset int64, line int, err error) {
+	if len(pos) < 2 || pos[0] != filePositionTag || pos[1] != 1 {
+		return 0, 0, fmt.Errorf("%w: not a file position", ErrBadPosition)
+	}
+	rest := pos[2:]
+	off, n := binary.Uvarint(rest)
+	if n <= 0 || off > math.MaxInt64 {
+		return 0, 0, fmt.Errorf("%w: file position: bad offset", ErrBadPosition)
+	}
+	rest = rest[n:]
+	ln, n := binary.Uvarint(rest)
+	if n <= 0 || ln > math.MaxInt32 || ln > off {
+		// Every line takes at least its newline.
+		return 0, 0, fmt.Errorf("%w: file position: bad line number", ErrBadPosition)
+	}
+	if len(rest) != n {
+		return 0, 0, fmt.Errorf("%w: file position: %d trailing bytes", ErrBadPosition, len(rest)-n)
+	}
+	return int64(off), int(ln), nil
 }
 
 // Next appends up to limit records and returns io.EOF with the last ones.
@@ -75,6 +176,7 @@ func (s *fileSource) Next(ctx context.Context, b *dataflow.Batch, limit int) err
 			return io.EOF
 		}
 		s.line++
+		s.offset += int64(s.tokenLen)
 		if (s.line-1)%s.parallelism != s.subtask {
 			continue
 		}

@@ -2,6 +2,7 @@ package connectors
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
 	"io"
 	"math"
@@ -211,6 +212,76 @@ func (g *generator) Next(ctx context.Context, b *dataflow.Batch, limit int) erro
 func (g *generator) Close() error {
 	g.open = false
 	return nil
+}
+
+// generatorPositionTag starts a generator position: its format version.
+const generatorPositionTag = 'g'
+
+// Position is the global number of the next record and the parallelism.
+// Every record is a pure function of (seed, record number), so that is
+// the generator's whole state: a subtask that seeks to it produces
+// exactly the records it would have produced next.
+func (g *generator) Position() ([]byte, error) {
+	if !g.open {
+		return nil, fmt.Errorf("generator: %w", errNotOpen)
+	}
+	return encodeGeneratorPosition(g.next, g.step), nil
+}
+
+// Seek continues after the records a position says were produced. It
+// refuses a position of another subtask or parallelism.
+func (g *generator) Seek(pos []byte) error {
+	if !g.open {
+		return fmt.Errorf("generator: %w", errNotOpen)
+	}
+	next, step, err := decodeGeneratorPosition(pos)
+	if err != nil {
+		return fmt.Errorf("generator: %w", err)
+	}
+	if step != g.step || next%step != g.next%g.step {
+		return fmt.Errorf("generator: position of subtask %d of %d, this is subtask %d of %d", next%step, step, g.next%g.step, g.step)
+	}
+	if next < g.next {
+		// Open put g.next at the subtask's first record; nothing is before.
+		return fmt.Errorf("generator: position %d is before the first record %d of this subtask", next, g.next)
+	}
+	g.next = next
+	if g.cfg.count > 0 {
+		g.left = 0
+		if next < g.cfg.count {
+			g.left = (g.cfg.count - next + step - 1) / step
+		}
+		g.done = g.left == 0
+	}
+	return nil
+}
+
+func encodeGeneratorPosition(next, step uint64) []byte {
+	b := []byte{generatorPositionTag, 1}
+	b = binary.AppendUvarint(b, next)
+	return binary.AppendUvarint(b, step)
+}
+
+// decodeGeneratorPosition reads what encodeGeneratorPosition wrote; the
+// bytes come from checkpoint storage, so anything else is an error.
+func decodeGeneratorPosition(pos []byte) (next, step uint64, err error) {
+	if len(pos) < 2 || pos[0] != generatorPositionTag || pos[1] != 1 {
+		return 0, 0, fmt.Errorf("%w: not a generator position", ErrBadPosition)
+	}
+	rest := pos[2:]
+	next, n := binary.Uvarint(rest)
+	if n <= 0 {
+		return 0, 0, fmt.Errorf("%w: generator position: bad record number", ErrBadPosition)
+	}
+	rest = rest[n:]
+	step, n = binary.Uvarint(rest)
+	if n <= 0 || step == 0 || step > math.MaxInt32 {
+		return 0, 0, fmt.Errorf("%w: generator position: bad parallelism", ErrBadPosition)
+	}
+	if len(rest) != n {
+		return 0, 0, fmt.Errorf("%w: generator position: %d trailing bytes", ErrBadPosition, len(rest)-n)
+	}
+	return next, step, nil
 }
 
 func (g *generator) add(b *dataflow.Batch, n uint64) {

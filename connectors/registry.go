@@ -17,6 +17,10 @@ import (
 // failures while running.
 var ErrBadSpec = errors.New("connectors: bad spec")
 
+// ErrBadPosition marks a source position (dataflow.Checkpointed) that the
+// source did not write: damaged checkpoint data.
+var ErrBadPosition = errors.New("connectors: bad source position")
+
 // errNotOpen is a caller's bug: Next or Write before Open or after Close.
 var errNotOpen = errors.New("connectors: not open")
 

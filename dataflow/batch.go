@@ -7,6 +7,16 @@
 // places): channels to tasks on other workers are Exchange gRPC streams
 // with credit-based flow control (exchange.proto), served by an Exchange.
 //
+// A Deployment with Checkpointing takes aligned checkpoints
+// (docs/rfcs/2026-11-30-checkpoints.md): StartDeployment returns a Running
+// whose Trigger injects barriers at the source tasks between two batches;
+// tasks with several input channels align them (aligner), snapshot the
+// keyed state of their nodes, their source's position and their sink's
+// staged output into a task manifest, acknowledge (Checkpointing.Ack) and
+// forward the barrier; Complete lets sinks publish. With
+// Checkpointing.Restore a deployment starts from a checkpoint instead,
+// at the same or another parallelism of its keyed nodes.
+//
 // It is not the place for connectors (package connectors implements Source
 // and Sink), for running Wasm (package host) or for scheduling tasks onto
 // machines (package scheduler).
@@ -146,6 +156,13 @@ type TaskInfo struct {
 	MaxParallelism int
 	KeyGroups      state.Range
 	State          state.Store // nil unless the node is keyed
+	// Checkpointing is set when the deployment takes checkpoints: a sink
+	// that implements Transactional then stages its output until a
+	// checkpoint completes; otherwise it writes as it would without.
+	Checkpointing bool
+	// RestoredCheckpoint is the checkpoint the task starts from, 0 when it
+	// starts from scratch.
+	RestoredCheckpoint int64
 }
 
 // Source produces the records of one parallel instance of a source node.

@@ -73,6 +73,10 @@ type Deployment struct {
 	// Self is this worker's data address. When set, Addresses must not
 	// place a task of Tasks elsewhere.
 	Self string
+	// Checkpointing, when set, makes the tasks take the checkpoints that
+	// Running.Trigger starts, and restore from one. nil: no checkpoints,
+	// and sinks write as they always did.
+	Checkpointing *Checkpointing
 }
 
 // ErrInvalidDeployment marks a Deployment that does not fit the job.
@@ -221,6 +225,11 @@ func (j *Job) resolve(d Deployment) (*deployment, error) {
 	if len(d.Tasks) == 0 {
 		return nil, bad("no tasks to run")
 	}
+	if d.Checkpointing != nil {
+		if err := d.Checkpointing.validate(); err != nil {
+			return nil, bad("%v", err)
+		}
+	}
 	r := &deployment{Deployment: d, attempt: uint32(d.Attempt), local: map[string]bool{}, gates: map[string]*inputGate{}}
 	known := map[string]bool{}
 	for _, c := range j.chains {
@@ -296,7 +305,8 @@ func (j *Job) Run(ctx context.Context) (*Summary, error) {
 }
 
 // RunDeployment runs the tasks of d in this process, until they end, ctx
-// is cancelled or one of them fails, as Run does for a whole job.
+// is cancelled or one of them fails, as Run does for a whole job. It is
+// StartDeployment followed by Running.Wait.
 //
 // A channel between two tasks of d is a local queue. A channel from a task
 // of d to a consumer elsewhere is an Exchange Transfer stream to
@@ -324,6 +334,44 @@ func (j *Job) Run(ctx context.Context) (*Summary, error) {
 // job is refused with an error wrapping ErrInvalidDeployment and a nil
 // Summary, before anything runs.
 func (j *Job) RunDeployment(ctx context.Context, d Deployment, ex *Exchange) (*Summary, error) {
+	r, err := j.StartDeployment(ctx, d, ex)
+	if err != nil {
+		return nil, err
+	}
+	return r.Wait()
+}
+
+// Running is a deployment that StartDeployment started. Its methods are
+// safe for concurrent use.
+type Running struct {
+	job  *Job
+	cp   *Checkpointing
+	done chan struct{}
+	sum  *Summary // set before done is closed
+	err  error
+
+	// sources and sinks are the mailboxes of the tasks that take triggers
+	// (a source at their head) and completions (a sink at their tail).
+	sources, sinks []*mailbox
+
+	mu        sync.Mutex
+	triggered int64
+}
+
+// StartDeployment starts the tasks of d as RunDeployment does and returns
+// at once; Wait returns what RunDeployment would.
+//
+// With d.Checkpointing.Restore set, it first reads every task manifest of
+// that checkpoint: one that is missing or corrupt fails it with an error
+// wrapping ErrRestore, a checkpoint that does not fit the job (a source's
+// parallelism or the max parallelism changed) with one wrapping
+// ErrIncompatibleCheckpoint, before anything runs. The tasks then restore
+// their keyed state (by key-group range, from the state of any old task
+// overlapping it: the parallelism of keyed nodes may change), seek their
+// sources and bring their sinks' output back to the checkpoint; a state
+// file that cannot be read fails the run (Wait) with an error wrapping
+// ErrRestore.
+func (j *Job) StartDeployment(ctx context.Context, d Deployment, ex *Exchange) (*Running, error) {
 	start := time.Now()
 	dep, err := j.resolve(d)
 	if err != nil {
@@ -332,12 +380,17 @@ func (j *Job) RunDeployment(ctx context.Context, d Deployment, ex *Exchange) (*S
 	if dep.needsExchange && ex == nil {
 		return nil, fmt.Errorf("%w: job %s: tasks here have producers on other workers, which needs an Exchange", ErrInvalidDeployment, j.spec.Name)
 	}
+	cp := d.Checkpointing
+	var restore *restorePoint
+	if cp != nil && cp.Restore != nil {
+		if restore, err = j.loadRestorePoint(ctx, cp); err != nil {
+			return nil, err
+		}
+	}
 	parent := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
 
 	var (
-		wg       sync.WaitGroup
 		errOnce  sync.Once
 		firstErr error
 	)
@@ -348,7 +401,7 @@ func (j *Job) RunDeployment(ctx context.Context, d Deployment, ex *Exchange) (*S
 		})
 	}
 	pool := newConnPool()
-	defer pool.close()
+	r := &Running{job: j, cp: cp, done: make(chan struct{})}
 
 	var tasks []*task
 	var metrics []*taskMetrics
@@ -358,11 +411,21 @@ func (j *Job) RunDeployment(ctx context.Context, d Deployment, ex *Exchange) (*S
 			if !dep.local[id] {
 				continue
 			}
-			t := &task{job: j, chain: c, subtask: i, id: id, dep: dep, pool: pool, metrics: newTaskMetrics(id), input: dep.gates[id]}
+			t := &task{job: j, chain: c, subtask: i, id: id, dep: dep, pool: pool, metrics: newTaskMetrics(id), input: dep.gates[id],
+				cp: cp, restore: restore}
 			if t.input != nil {
 				t.input.onFail = fail
 				t.input.runDone = ctx.Done()
 				t.input.taskName = t.displayName()
+			}
+			if cp != nil {
+				t.mailbox = newMailbox()
+				if c.head().node.Source != nil {
+					r.sources = append(r.sources, t.mailbox)
+				}
+				if c.tail().node.Sink != nil {
+					r.sinks = append(r.sinks, t.mailbox)
+				}
 			}
 			tasks = append(tasks, t)
 			metrics = append(metrics, t.metrics)
@@ -371,10 +434,12 @@ func (j *Job) RunDeployment(ctx context.Context, d Deployment, ex *Exchange) (*S
 	j.taskMetrics.Store(&metrics)
 	if ex != nil && len(dep.gates) > 0 {
 		if err := ex.register(dep); err != nil {
+			cancel(nil)
+			pool.close()
 			return nil, fmt.Errorf("job %s: %w", j.spec.Name, err)
 		}
-		defer ex.unregister(dep)
 	}
+	var wg sync.WaitGroup
 	for _, t := range tasks {
 		wg.Add(1)
 		go func() {
@@ -384,13 +449,65 @@ func (j *Job) RunDeployment(ctx context.Context, d Deployment, ex *Exchange) (*S
 			}
 		}()
 	}
-	wg.Wait()
-	sum := &Summary{Job: j.spec.Name, Nodes: j.Stats(), Elapsed: time.Since(start)}
-	if parent.Err() != nil {
-		return sum, parent.Err()
+	go func() {
+		wg.Wait()
+		if ex != nil && len(dep.gates) > 0 {
+			ex.unregister(dep)
+		}
+		pool.close()
+		cancel(nil)
+		r.sum = &Summary{Job: j.spec.Name, Nodes: j.Stats(), Elapsed: time.Since(start)}
+		switch {
+		case parent.Err() != nil:
+			r.err = parent.Err()
+		case firstErr != nil:
+			r.err = &jobError{job: j.spec.Name, err: firstErr}
+		}
+		close(r.done)
+	}()
+	return r, nil
+}
+
+// Wait waits until the deployment's tasks ended and returns what
+// RunDeployment returns.
+func (r *Running) Wait() (*Summary, error) {
+	<-r.done
+	return r.sum, r.err
+}
+
+// Done is closed when the deployment's tasks ended.
+func (r *Running) Done() <-chan struct{} { return r.done }
+
+// Trigger starts checkpoint t.ID at the deployment's source tasks: each
+// injects a barrier between two batches. A deployment without source
+// tasks has nothing to do; one whose sources ended never acknowledges. An
+// id at or below one already triggered is ignored (heartbeats may repeat
+// a trigger). It fails only when the deployment does not checkpoint or
+// the id is not positive.
+func (r *Running) Trigger(t Trigger) error {
+	if r.cp == nil {
+		return fmt.Errorf("job %s: checkpoint %d: the deployment does not checkpoint", r.job.spec.Name, t.ID)
 	}
-	if firstErr != nil {
-		return sum, &jobError{job: j.spec.Name, err: firstErr}
+	if t.ID <= 0 {
+		return fmt.Errorf("job %s: checkpoint id %d, want > 0", r.job.spec.Name, t.ID)
 	}
-	return sum, nil
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if t.ID <= r.triggered {
+		return nil
+	}
+	r.triggered = t.ID
+	for _, mb := range r.sources {
+		mb.trigger(t)
+	}
+	return nil
+}
+
+// Complete tells the deployment's sinks that checkpoint id completed:
+// each publishes what it staged for the checkpoints up to id. Repeats and
+// completions that arrive late are harmless.
+func (r *Running) Complete(id int64) {
+	for _, mb := range r.sinks {
+		mb.completed(id)
+	}
 }

@@ -607,7 +607,7 @@ func TestExchangeBadStream(t *testing.T) {
 		{"bad magic", []*eddyv1.Frame{batch([]byte("not a batch at all"))}, false, false, codes.InvalidArgument, dataflow.ErrBadFrame, "bad magic"},
 		{"empty batch", []*eddyv1.Frame{batch(abi.AppendBatch(nil, nil))}, false, false, codes.InvalidArgument, dataflow.ErrBadFrame, "empty batch frame"},
 		{"empty frame", []*eddyv1.Frame{{}}, false, false, codes.InvalidArgument, dataflow.ErrBadFrame, "frame without content"},
-		{"barrier", []*eddyv1.Frame{{Kind: &eddyv1.Frame_Barrier{Barrier: &eddyv1.Barrier{CheckpointId: 3}}}}, false, false, codes.InvalidArgument, dataflow.ErrBadFrame, "checkpoint barrier 3"},
+		{"barrier without kind", []*eddyv1.Frame{{Kind: &eddyv1.Frame_Barrier{Barrier: &eddyv1.Barrier{CheckpointId: 3}}}}, false, false, codes.InvalidArgument, dataflow.ErrBadFrame, "checkpoint barrier 3 of kind"},
 		// With the consumer stalled: one batch in the sink, 4 in the queue,
 		// one on its way there, 4 in the channel's buffer, and one too many.
 		{"beyond credits", slices.Repeat([]*eddyv1.Frame{batch(good)}, 1+4+1+4+1), false, true, codes.ResourceExhausted, dataflow.ErrBadFrame, "without credit"},
@@ -682,6 +682,8 @@ func TestRunDeploymentInvalid(t *testing.T) {
 		{"no exchange", dataflow.Deployment{JobID: "j", Tasks: []string{"out[0]"}}, nil, "needs an Exchange"},
 		{"no job id", dataflow.Deployment{Tasks: []string{"out[0]"}}, dataflow.NewExchange(nil), "job id is required"},
 		{"attempt out of range", dataflow.Deployment{JobID: "j", Attempt: -1, Tasks: []string{"out[0]"}}, nil, "out of range"},
+		{"checkpointing without a store", dataflow.Deployment{JobID: "j", Tasks: []string{"src[0]"}, Addresses: map[string]string{"out[0]": "x:1", "out[1]": "x:1"},
+			Checkpointing: &dataflow.Checkpointing{Prefix: "p"}}, nil, "checkpointing without a Store"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := job.RunDeployment(context.Background(), tc.d, tc.ex)

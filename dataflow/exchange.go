@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"sync"
 
 	"google.golang.org/grpc"
@@ -389,7 +390,20 @@ func frameMessage(f *eddyv1.Frame, ch int) (message, error) {
 	case *eddyv1.Frame_EndOfInput:
 		return message{kind: msgEOS, channel: ch}, nil
 	case *eddyv1.Frame_Barrier:
-		return message{}, mark(fmt.Errorf("checkpoint barrier %d: this worker does not support checkpoints yet", k.Barrier.GetCheckpointId()), ErrBadFrame)
+		b := k.Barrier
+		id := b.GetCheckpointId()
+		if id == 0 || id > math.MaxInt64 {
+			return message{}, mark(fmt.Errorf("checkpoint barrier with id %d", id), ErrBadFrame)
+		}
+		var savepoint bool
+		switch b.GetKind() {
+		case eddyv1.CheckpointKind_CHECKPOINT_KIND_CHECKPOINT:
+		case eddyv1.CheckpointKind_CHECKPOINT_KIND_SAVEPOINT:
+			savepoint = true
+		default:
+			return message{}, mark(fmt.Errorf("checkpoint barrier %d of kind %v", id, b.GetKind()), ErrBadFrame)
+		}
+		return message{kind: msgBarrier, channel: ch, barrier: &barrier{id: int64(id), savepoint: savepoint, triggered: b.GetTriggeredUnixMs()}}, nil
 	case nil:
 		return message{}, mark(errors.New("frame without content"), ErrBadFrame)
 	default:
@@ -407,6 +421,13 @@ func messageFrame(m message) *eddyv1.Frame {
 		return &eddyv1.Frame{Kind: &eddyv1.Frame_Watermark{Watermark: m.wm}}
 	case msgIdle:
 		return &eddyv1.Frame{Kind: &eddyv1.Frame_Idle{Idle: &eddyv1.Idle{}}}
+	case msgBarrier:
+		kind := eddyv1.CheckpointKind_CHECKPOINT_KIND_CHECKPOINT
+		if m.barrier.savepoint {
+			kind = eddyv1.CheckpointKind_CHECKPOINT_KIND_SAVEPOINT
+		}
+		return &eddyv1.Frame{Kind: &eddyv1.Frame_Barrier{Barrier: &eddyv1.Barrier{
+			CheckpointId: uint64(m.barrier.id), TriggeredUnixMs: m.barrier.triggered, Kind: kind}}}
 	default: // msgEOS
 		return &eddyv1.Frame{Kind: &eddyv1.Frame_EndOfInput{EndOfInput: &eddyv1.EndOfInput{}}}
 	}

@@ -15,6 +15,10 @@ import (
 
 func batchFrame(b []byte) *eddyv1.Frame { return &eddyv1.Frame{Kind: &eddyv1.Frame_Batch{Batch: b}} }
 
+func barrierFrame(id uint64, triggered int64, kind eddyv1.CheckpointKind) *eddyv1.Frame {
+	return &eddyv1.Frame{Kind: &eddyv1.Frame_Barrier{Barrier: &eddyv1.Barrier{CheckpointId: id, TriggeredUnixMs: triggered, Kind: kind}}}
+}
+
 // TestFrameMessage maps every kind of frame, well-formed or not, to what
 // the consumer's gate reads, or to a clear error wrapping ErrBadFrame.
 func TestFrameMessage(t *testing.T) {
@@ -46,7 +50,15 @@ func TestFrameMessage(t *testing.T) {
 		{name: "end of input", frame: &eddyv1.Frame{Kind: &eddyv1.Frame_EndOfInput{EndOfInput: &eddyv1.EndOfInput{}}}, want: message{kind: msgEOS, channel: 3}},
 		{name: "nil frame", frame: nil, err: "frame without content"},
 		{name: "no kind", frame: &eddyv1.Frame{}, err: "frame without content"},
-		{name: "barrier", frame: &eddyv1.Frame{Kind: &eddyv1.Frame_Barrier{Barrier: &eddyv1.Barrier{CheckpointId: 9}}}, err: "checkpoint barrier 9"},
+		{name: "barrier", frame: barrierFrame(9, 1700, eddyv1.CheckpointKind_CHECKPOINT_KIND_CHECKPOINT),
+			want: message{kind: msgBarrier, channel: 3, barrier: &barrier{id: 9, triggered: 1700}}},
+		{name: "savepoint barrier", frame: barrierFrame(10, 0, eddyv1.CheckpointKind_CHECKPOINT_KIND_SAVEPOINT),
+			want: message{kind: msgBarrier, channel: 3, barrier: &barrier{id: 10, savepoint: true}}},
+		{name: "barrier without kind", frame: barrierFrame(9, 0, eddyv1.CheckpointKind_CHECKPOINT_KIND_UNSPECIFIED), err: "checkpoint barrier 9 of kind CHECKPOINT_KIND_UNSPECIFIED"},
+		{name: "barrier of unknown kind", frame: barrierFrame(9, 0, 7), err: "checkpoint barrier 9 of kind 7"},
+		{name: "barrier without id", frame: barrierFrame(0, 0, eddyv1.CheckpointKind_CHECKPOINT_KIND_CHECKPOINT), err: "checkpoint barrier with id 0"},
+		{name: "barrier id too large", frame: barrierFrame(math.MaxInt64+1, 0, eddyv1.CheckpointKind_CHECKPOINT_KIND_CHECKPOINT), err: "checkpoint barrier with id 9223372036854775808"},
+		{name: "nil barrier", frame: &eddyv1.Frame{Kind: &eddyv1.Frame_Barrier{}}, err: "checkpoint barrier with id 0"},
 		{name: "nil batch", frame: batchFrame(nil), err: "shorter than the 8-byte header", abiErr: true},
 		{name: "empty batch", frame: batchFrame(abi.AppendBatch(nil, nil)), err: "empty batch frame"},
 		{name: "short header", frame: batchFrame(good[:5]), err: "shorter than the 8-byte header", abiErr: true},
@@ -74,6 +86,9 @@ func TestFrameMessage(t *testing.T) {
 			}
 			if m.kind != tc.want.kind || m.channel != tc.want.channel || m.wm != tc.want.wm {
 				t.Fatalf("message = %+v, want %+v", m, tc.want)
+			}
+			if (m.barrier == nil) != (tc.want.barrier == nil) || m.barrier != nil && *m.barrier != *tc.want.barrier {
+				t.Fatalf("barrier = %+v, want %+v", m.barrier, tc.want.barrier)
 			}
 			if tc.wantRec == nil {
 				if m.batch != nil {
@@ -115,6 +130,8 @@ func TestMessageFrameRoundTrip(t *testing.T) {
 		{kind: msgWatermark, wm: 99},
 		{kind: msgIdle},
 		{kind: msgEOS},
+		{kind: msgBarrier, barrier: &barrier{id: 42, triggered: 1234}},
+		{kind: msgBarrier, barrier: &barrier{id: 43, savepoint: true}},
 	} {
 		wire, err := proto.Marshal(messageFrame(m))
 		if err != nil {
@@ -130,6 +147,9 @@ func TestMessageFrameRoundTrip(t *testing.T) {
 		}
 		if got.kind != m.kind || got.wm != m.wm || got.channel != 5 {
 			t.Fatalf("%+v came back as %+v", m, got)
+		}
+		if m.barrier != nil && (got.barrier == nil || *got.barrier != *m.barrier) {
+			t.Fatalf("barrier %+v came back as %+v", m.barrier, got.barrier)
 		}
 		if m.batch != nil {
 			checkRecords(t, got.batch.Records, m.batch.Records)
@@ -153,15 +173,20 @@ func FuzzFrameMessage(f *testing.F) {
 	f.Add(good)
 	f.Add(good[:len(good)-3])
 	f.Add([]byte{})
-	for _, fr := range []*eddyv1.Frame{batchFrame(good), {Kind: &eddyv1.Frame_Watermark{Watermark: -5}}, {Kind: &eddyv1.Frame_Idle{}}} {
+	for _, fr := range []*eddyv1.Frame{batchFrame(good), {Kind: &eddyv1.Frame_Watermark{Watermark: -5}}, {Kind: &eddyv1.Frame_Idle{}},
+		barrierFrame(3, 5, eddyv1.CheckpointKind_CHECKPOINT_KIND_SAVEPOINT)} {
 		wire, _ := proto.Marshal(&eddyv1.TransferRequest{Kind: &eddyv1.TransferRequest_Frame{Frame: fr}})
 		f.Add(wire)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var req eddyv1.TransferRequest
 		if proto.Unmarshal(data, &req) == nil {
-			if m, _, err := requestMessage(&req, 0); err == nil && m.kind == msgBatch && m.batch.Len() == 0 {
+			m, _, err := requestMessage(&req, 0)
+			if err == nil && m.kind == msgBatch && m.batch.Len() == 0 {
 				t.Fatal("an empty batch was accepted")
+			}
+			if err == nil && m.kind == msgBarrier && m.barrier.id <= 0 {
+				t.Fatalf("barrier %d was accepted", m.barrier.id)
 			}
 		}
 		m, err := frameMessage(batchFrame(data), 1)

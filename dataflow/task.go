@@ -22,6 +22,7 @@ const (
 	msgWatermark
 	msgIdle // the channel produces nothing for now: ignore its watermark
 	msgEOS  // the channel ended: its watermark is +∞
+	msgBarrier
 )
 
 // message is what travels through an input queue.
@@ -30,6 +31,7 @@ type message struct {
 	channel int
 	batch   *Batch
 	wm      int64
+	barrier *barrier // msgBarrier
 }
 
 // stage is one non-source vertex of a chain with the batch it writes into.
@@ -76,10 +78,31 @@ type task struct {
 	timed     bool // some stage implements ProcessingTimeOperator
 	nextTick  time.Time
 	eventTime *jobspec.EventTimeSpec
+	maxTs     int64 // source task: the largest event time so far
+
+	// Checkpoints; see task_checkpoint.go.
+	cp        *Checkpointing // nil: the deployment does not checkpoint
+	restore   *restorePoint  // nil: the task starts from scratch
+	mailbox   *mailbox       // triggers and completions; nil without cp
+	align     *aligner       // gate tasks
+	injected  int64          // source task: the newest barrier injected
+	committed int64          // the newest checkpoint the sink committed
+	sinkTx    Transactional  // the chain's sink, when it stages output
+	sinkNode  string
+	// prevFiles are the state files the task's previous snapshot in this
+	// run referenced, to tell the incremental size.
+	prevFiles  map[string]bool
+	alignStart time.Time
+	restoredWM int64
 }
 
 func (t *task) info(v *vertex) TaskInfo {
-	return TaskInfo{Job: t.job.spec.Name, Node: v.node.Name, Subtask: t.subtask, Parallelism: v.parallelism, MaxParallelism: t.job.spec.MaxParallelism}
+	info := TaskInfo{Job: t.job.spec.Name, Node: v.node.Name, Subtask: t.subtask, Parallelism: v.parallelism, MaxParallelism: t.job.spec.MaxParallelism,
+		Checkpointing: t.cp != nil}
+	if t.restore != nil {
+		info.RestoredCheckpoint = t.restore.id
+	}
+	return info
 }
 
 // displayName is how errors and logs name the task: its chain's nodes and
@@ -95,6 +118,8 @@ func (t *task) displayName() string {
 func (t *task) run(ctx context.Context) (err error) {
 	t.name = t.displayName()
 	t.wm = math.MinInt64
+	t.maxTs = math.MinInt64
+	t.restoredWM = math.MinInt64
 	log := t.job.log.With("task", t.name)
 	defer func() {
 		inputFailed := false
@@ -147,6 +172,13 @@ func (t *task) run(ctx context.Context) (err error) {
 	t.rr = make([]int, len(t.chain.outputs))
 	for i := range t.rr {
 		t.rr[i] = t.subtask // spread the first batches of each producer
+	}
+	if t.restoredWM != math.MinInt64 {
+		// Where the checkpoint left event time: the stages see it again
+		// (timers it makes due fired before the snapshot), consumers too.
+		if err := t.advanceWatermark(ctx, t.restoredWM); err != nil {
+			return err
+		}
 	}
 	if t.source != nil {
 		err = t.runSource(ctx)
@@ -237,6 +269,9 @@ func (t *task) open(ctx context.Context) error {
 			if err := src.Open(ctx, info); err != nil {
 				return fmt.Errorf("open source %s: %w", n.Name, err)
 			}
+			if err := t.restoreSource(v); err != nil {
+				return err
+			}
 			continue
 		case n.Sink != nil:
 			snk, err := j.opts.Connectors.NewSink(n.Sink, j.spec.Dir())
@@ -244,6 +279,9 @@ func (t *task) open(ctx context.Context) error {
 				return err
 			}
 			op = &sinkOperator{sink: snk}
+			if tx, ok := snk.(Transactional); ok && t.cp != nil {
+				t.sinkTx, t.sinkNode = tx, n.Name
+			}
 		default:
 			var err error
 			if op, err = j.newOperator(v); err != nil {
@@ -257,6 +295,10 @@ func (t *task) open(ctx context.Context) error {
 				return err
 			}
 			t.stores = append(t.stores, st)
+			if err := t.restoreState(ctx, v, st); err != nil {
+				_ = op.Close()
+				return err
+			}
 		}
 		st := stage{v: v, op: op, out: NewBatch(j.spec.BatchSize)}
 		for _, o := range t.chain.outputs {
@@ -273,6 +315,10 @@ func (t *task) open(ctx context.Context) error {
 		}
 		t.stages = append(t.stages, st)
 	}
+	if err := t.restoreSink(ctx); err != nil {
+		return err
+	}
+	t.restoredWM = t.restoreWatermark()
 	return nil
 }
 
@@ -309,7 +355,6 @@ func (t *task) runSource(ctx context.Context) error {
 	bs := t.job.spec.BatchSize
 	stats := t.chain.head().stats
 	var (
-		maxTs      int64 = math.MinInt64
 		ooo        int64
 		idle       time.Duration
 		lastRecord = time.Now()
@@ -332,6 +377,10 @@ func (t *task) runSource(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		// Between two batches: barriers go in here.
+		if err := t.checkMailbox(ctx); err != nil {
+			return err
+		}
 		b := reuse
 		if b == nil {
 			b = NewBatch(bs)
@@ -348,7 +397,7 @@ func (t *task) runSource(ctx context.Context) error {
 			}
 			if t.eventTime != nil {
 				for i := range b.Records {
-					maxTs = max(maxTs, b.Records[i].Timestamp)
+					t.maxTs = max(t.maxTs, b.Records[i].Timestamp)
 				}
 			}
 			stats.Out.Add(int64(n))
@@ -356,8 +405,8 @@ func (t *task) runSource(ctx context.Context) error {
 			if perr := t.push(ctx, b, 0); perr != nil {
 				return perr
 			}
-			if t.eventTime != nil && maxTs != math.MinInt64 {
-				if wm := maxTs - ooo - 1; wm > t.wm {
+			if t.eventTime != nil && t.maxTs != math.MinInt64 {
+				if wm := t.maxTs - ooo - 1; wm > t.wm {
 					if err := t.advanceWatermark(ctx, wm); err != nil {
 						return err
 					}
@@ -407,41 +456,79 @@ func (t *task) runGate(ctx context.Context) error {
 	for i := range t.chanWM {
 		t.chanWM[i] = math.MinInt64
 	}
+	t.align = newAligner(open)
 	var tick <-chan time.Time
 	if t.timed {
 		ticker := time.NewTicker(processingTimeTick)
 		defer ticker.Stop()
 		tick = ticker.C
 	}
+	var mail <-chan struct{}
+	if t.mailbox != nil {
+		mail = t.mailbox.signal
+	}
 	for open > 0 {
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-gate.failed:
-			return gate.err
-		case now := <-tick:
-			if err := t.processingTime(ctx, now); err != nil {
-				return err
-			}
-		case m := <-gate.queue:
-			switch m.kind {
-			case msgBatch:
-				t.metrics.in.Add(int64(m.batch.Len()))
-				if err := t.push(ctx, m.batch, 0); err != nil {
+		m, replayed := t.align.next()
+		if !replayed {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-gate.failed:
+				return gate.err
+			case now := <-tick:
+				if err := t.processingTime(ctx, now); err != nil {
 					return err
 				}
 				continue
-			case msgWatermark:
-				t.chanWM[m.channel] = max(t.chanWM[m.channel], m.wm)
-				t.chanIdle[m.channel] = false
-			case msgIdle:
-				t.chanIdle[m.channel] = true
-			case msgEOS:
-				t.chanWM[m.channel] = math.MaxInt64
-				t.chanIdle[m.channel] = false
-				open--
+			case <-mail:
+				if err := t.readMailbox(ctx); err != nil {
+					return err
+				}
+				continue
+			case m = <-gate.queue:
 			}
-			if err := t.combineWatermarks(ctx); err != nil {
+		}
+		aligning := t.align.active
+		switch t.align.admit(m) {
+		case alignAbsorbed:
+			if !aligning && t.align.active {
+				t.alignStart = time.Now()
+			}
+			continue
+		case alignAborted:
+			t.job.log.Warn("checkpoint alignment aborted by a newer barrier", "task", t.name, "checkpoint", t.align.aborted, "newer", m.barrier.id)
+			continue
+		case alignComplete:
+			if !aligning {
+				t.alignStart = time.Now()
+			}
+			if err := t.alignedCheckpoint(ctx); err != nil {
+				return err
+			}
+			continue
+		}
+		switch m.kind {
+		case msgBatch:
+			t.metrics.in.Add(int64(m.batch.Len()))
+			if err := t.push(ctx, m.batch, 0); err != nil {
+				return err
+			}
+			continue
+		case msgWatermark:
+			t.chanWM[m.channel] = max(t.chanWM[m.channel], m.wm)
+			t.chanIdle[m.channel] = false
+		case msgIdle:
+			t.chanIdle[m.channel] = true
+		case msgEOS:
+			t.chanWM[m.channel] = math.MaxInt64
+			t.chanIdle[m.channel] = false
+			open--
+		}
+		if err := t.combineWatermarks(ctx); err != nil {
+			return err
+		}
+		if m.kind == msgEOS && t.align.end(m.channel) {
+			if err := t.alignedCheckpoint(ctx); err != nil {
 				return err
 			}
 		}

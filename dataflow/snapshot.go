@@ -1,0 +1,70 @@
+package dataflow
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/eddy-stream/eddy/state"
+	"github.com/eddy-stream/eddy/storage"
+)
+
+// stateSnapshots writes and reads the snapshots of keyed state stores:
+// package state's, incremental on Pebble.
+var stateSnapshots snapshotter = snapshotFuncs[state.SnapshotManifest]{state.SnapshotTo, state.RestoreFrom}
+
+// snapshotter keeps the manifest type of the state package out of the
+// task manifest code: the task records the manifest as raw JSON.
+type snapshotter interface {
+	snapshot(ctx context.Context, st state.Store, blobs storage.Store, prefix string) (json.RawMessage, error)
+	restore(ctx context.Context, st state.Store, blobs storage.Store, prefix string, ms []json.RawMessage) error
+}
+
+// snapshotFuncs adapts the pair of functions of the state package's API
+// (state.SnapshotTo, state.RestoreFrom) over its manifest type M.
+type snapshotFuncs[M any] struct {
+	to   func(ctx context.Context, st state.Store, blobs storage.Store, prefix string) (M, error)
+	from func(ctx context.Context, st state.Store, blobs storage.Store, prefix string, ms []M) error
+}
+
+func (f snapshotFuncs[M]) snapshot(ctx context.Context, st state.Store, blobs storage.Store, prefix string) (json.RawMessage, error) {
+	m, err := f.to(ctx, st, blobs, prefix)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}
+
+func (f snapshotFuncs[M]) restore(ctx context.Context, st state.Store, blobs storage.Store, prefix string, raws []json.RawMessage) error {
+	ms := make([]M, len(raws))
+	for i, raw := range raws {
+		if err := json.Unmarshal(raw, &ms[i]); err != nil {
+			return fmt.Errorf("%w: state snapshot manifest: %v", state.ErrCorrupt, err)
+		}
+	}
+	return f.from(ctx, st, blobs, prefix, ms)
+}
+
+// snapshotFileRef is the part of a state snapshot manifest that sizes
+// need: its files. JSON field names match case-insensitively, so this
+// reads the state package's manifest whatever its tags.
+type snapshotFileRef struct {
+	Files []struct {
+		Key  string
+		Size int64
+	}
+}
+
+// snapshotFiles returns the state files a raw snapshot manifest references
+// and their sizes; nil when it cannot tell.
+func snapshotFiles(raw json.RawMessage) map[string]int64 {
+	var ref snapshotFileRef
+	if json.Unmarshal(raw, &ref) != nil {
+		return nil
+	}
+	files := make(map[string]int64, len(ref.Files))
+	for _, f := range ref.Files {
+		files[f.Key] = f.Size
+	}
+	return files
+}

@@ -1,0 +1,327 @@
+package dataflow
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"time"
+
+	"github.com/eddy-stream/eddy/state"
+)
+
+// mailbox carries a running deployment's checkpoint triggers and
+// completions to one task, whose goroutine reads them between two
+// batches: operators, sources and sinks are only ever called from there.
+type mailbox struct {
+	mu       sync.Mutex
+	triggers []Trigger
+	complete int64
+	signal   chan struct{} // one pending wake-up
+}
+
+func newMailbox() *mailbox { return &mailbox{signal: make(chan struct{}, 1)} }
+
+func (mb *mailbox) post(f func()) {
+	mb.mu.Lock()
+	f()
+	mb.mu.Unlock()
+	select {
+	case mb.signal <- struct{}{}:
+	default:
+	}
+}
+
+func (mb *mailbox) trigger(t Trigger) { mb.post(func() { mb.triggers = append(mb.triggers, t) }) }
+
+func (mb *mailbox) completed(id int64) { mb.post(func() { mb.complete = max(mb.complete, id) }) }
+
+func (mb *mailbox) take() ([]Trigger, int64) {
+	mb.mu.Lock()
+	defer mb.mu.Unlock()
+	ts := mb.triggers
+	mb.triggers = nil
+	return ts, mb.complete
+}
+
+// checkMailbox reads the mailbox if something was posted.
+func (t *task) checkMailbox(ctx context.Context) error {
+	if t.mailbox == nil {
+		return nil
+	}
+	select {
+	case <-t.mailbox.signal:
+		return t.readMailbox(ctx)
+	default:
+		return nil
+	}
+}
+
+// readMailbox commits the sink up to the newest completed checkpoint and
+// injects the barriers of new triggers (source tasks), in order.
+func (t *task) readMailbox(ctx context.Context) error {
+	triggers, complete := t.mailbox.take()
+	if complete > t.committed && t.sinkTx != nil {
+		if err := t.sinkTx.Commit(ctx, complete); err != nil {
+			return fmt.Errorf("%s: commit checkpoint %d: %w", t.sinkNode, complete, err)
+		}
+		t.job.log.Debug("sink committed", "task", t.name, "checkpoint", complete)
+	}
+	t.committed = max(t.committed, complete)
+	for _, tr := range triggers {
+		if t.source == nil || tr.ID <= t.injected {
+			continue
+		}
+		t.injected = tr.ID
+		now := time.Now()
+		b := &barrier{id: tr.ID, savepoint: tr.Savepoint, triggered: now.UnixMilli()}
+		if err := t.checkpoint(ctx, b, now); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// alignedCheckpoint takes the checkpoint whose barrier every input
+// channel delivered, then replays what alignment held back.
+func (t *task) alignedCheckpoint(ctx context.Context) error {
+	b := t.align.cur
+	if err := t.checkpoint(ctx, &b, t.alignStart); err != nil {
+		return err
+	}
+	t.align.release()
+	return nil
+}
+
+// errFatal marks a snapshot failure the task cannot go on from: the
+// source or sink is in an unknown state. Other failures (storage down)
+// only decline the checkpoint.
+var errFatal = errors.New("fatal")
+
+// checkpoint snapshots the task at barrier b, acknowledges, and forwards
+// b on every output. A snapshot that fails for want of storage declines
+// the checkpoint (logged; it never completes) and the task goes on.
+func (t *task) checkpoint(ctx context.Context, b *barrier, start time.Time) error {
+	if t.cp != nil {
+		ack, err := t.snapshot(ctx, b, start)
+		switch {
+		case err == nil:
+			t.job.log.Debug("checkpoint acknowledged", "task", t.name, "checkpoint", b.id, "duration", ack.Duration, "state_bytes", ack.FullSize)
+			if t.cp.Ack != nil {
+				t.cp.Ack(ack)
+			}
+		case ctx.Err() != nil:
+			return ctx.Err()
+		case errors.Is(err, errFatal):
+			return err
+		default:
+			t.job.log.Warn("checkpoint declined", "task", t.name, "checkpoint", b.id, "err", err)
+		}
+	}
+	return t.broadcast(ctx, message{kind: msgBarrier, barrier: b})
+}
+
+// snapshot writes the task's manifest of checkpoint b: the source's
+// position, the keyed state of every keyed node, what the sink staged.
+func (t *task) snapshot(ctx context.Context, b *barrier, start time.Time) (Ack, error) {
+	m := taskManifest{Version: manifestVersion, Checkpoint: b.id, Savepoint: b.savepoint, Task: t.id,
+		Subtask: t.subtask, Parallelism: t.chain.parallelism, Watermark: t.wm, Nodes: map[string]nodeSnapshot{}}
+	if t.source != nil {
+		head := t.chain.head()
+		pos, err := t.source.(Checkpointed).Position() // checked at open
+		if err != nil {
+			return Ack{}, mark(fmt.Errorf("checkpoint %d: source %s: position: %w", b.id, head.node.Name, err), errFatal)
+		}
+		m.Source = &sourceSnapshot{Node: head.node.Name, Subtask: t.subtask, Parallelism: head.parallelism, Position: pos, MaxTimestamp: t.maxTs}
+	}
+	if t.sinkTx != nil {
+		staged, err := t.sinkTx.PreCommit(ctx, b.id)
+		if err != nil {
+			return Ack{}, mark(fmt.Errorf("checkpoint %d: sink %s: pre-commit: %w", b.id, t.sinkNode, err), errFatal)
+		}
+		m.Sink = &sinkSnapshot{Node: t.sinkNode, Staged: staged}
+	}
+	ack := Ack{CheckpointID: b.id, Task: t.id, Manifest: TaskManifestKey(t.cp.Prefix, b.id, t.id)}
+	files := map[string]bool{}
+	k := 0
+	for _, v := range t.chain.vertices {
+		var ns nodeSnapshot
+		if v.node.KeyBy != "" {
+			raw, err := stateSnapshots.snapshot(ctx, t.stores[k], t.cp.Store, t.cp.Prefix)
+			k++
+			if err != nil {
+				return Ack{}, fmt.Errorf("checkpoint %d: state of %s: %w", b.id, v.node.Name, err)
+			}
+			ns.State = raw
+			for key, size := range snapshotFiles(raw) {
+				if files[key] {
+					continue
+				}
+				files[key] = true
+				ack.FullSize += size
+				if !t.prevFiles[key] {
+					ack.Incremental += size
+				}
+			}
+		}
+		m.Nodes[v.node.Name] = ns
+	}
+	data, err := json.Marshal(&m)
+	if err != nil {
+		return Ack{}, err
+	}
+	if err := t.cp.Store.Put(ctx, ack.Manifest, bytes.NewReader(data), int64(len(data))); err != nil {
+		return Ack{}, fmt.Errorf("checkpoint %d: write task manifest: %w", b.id, err)
+	}
+	t.prevFiles = files
+	ack.Duration = time.Since(start)
+	return ack, nil
+}
+
+// restoreErr marks a failure to read the checkpoint a task restores from.
+func (t *task) restoreErr(err error) error {
+	return mark(fmt.Errorf("restore checkpoint %d: %w", t.restore.id, err), ErrRestore)
+}
+
+// restoreSource checks that a checkpointing task's source can be rewound
+// and, when restoring, seeks it to its subtask's position.
+func (t *task) restoreSource(v *vertex) error {
+	if t.cp == nil {
+		return nil
+	}
+	src, ok := t.source.(Checkpointed)
+	if !ok {
+		return fmt.Errorf("source %s cannot be rewound (its connector does not implement checkpoints): run the job without checkpoints", v.node.Name)
+	}
+	if t.restore == nil {
+		return nil
+	}
+	var found *sourceSnapshot
+	known := false
+	for _, m := range t.restore.manifests {
+		if s := m.Source; s != nil && s.Node == v.node.Name {
+			known = true
+			if s.Subtask == t.subtask {
+				found = s
+				break
+			}
+		}
+	}
+	switch {
+	case found != nil:
+	case known:
+		return t.restoreErr(fmt.Errorf("source %s: no position for subtask %d", v.node.Name, t.subtask))
+	default:
+		return nil // a source the checkpoint does not know starts from its beginning
+	}
+	if err := src.Seek(found.Position); err != nil {
+		return t.restoreErr(fmt.Errorf("source %s: seek: %w", v.node.Name, err))
+	}
+	t.maxTs = found.MaxTimestamp
+	return nil
+}
+
+// restoreState loads into st the state of v from every task manifest whose
+// key groups overlap st's.
+func (t *task) restoreState(ctx context.Context, v *vertex, st state.Store) error {
+	if t.restore == nil {
+		return nil
+	}
+	maxP := t.job.spec.MaxParallelism
+	mine := state.KeyGroupRange(t.subtask, v.parallelism, maxP)
+	var raws []json.RawMessage
+	for _, m := range t.restore.manifests {
+		ns, ok := m.Nodes[v.node.Name]
+		if !ok || len(ns.State) == 0 {
+			continue
+		}
+		theirs := state.KeyGroupRange(m.Subtask, m.Parallelism, maxP)
+		if theirs.Start < mine.End && mine.Start < theirs.End {
+			raws = append(raws, ns.State)
+		}
+	}
+	if len(raws) == 0 {
+		return nil
+	}
+	if err := stateSnapshots.restore(ctx, st, t.cp.Store, t.restore.prefix, raws); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		return t.restoreErr(fmt.Errorf("state of %s: %w", v.node.Name, err))
+	}
+	return nil
+}
+
+// restoreSink brings a staging sink's output back to the checkpoint:
+// what the subtasks whose output this one takes over (old subtask i mod
+// the parallelism) staged is published, anything newer dropped.
+func (t *task) restoreSink(ctx context.Context) error {
+	if t.sinkTx == nil {
+		return nil
+	}
+	var staged []string
+	if t.restore != nil {
+		p := t.chain.parallelism
+		for _, m := range t.restore.manifests {
+			if s := m.Sink; s != nil && s.Node == t.sinkNode && m.Subtask%p == t.subtask {
+				staged = append(staged, s.Staged...)
+			}
+		}
+	}
+	if err := t.sinkTx.Abort(ctx, staged); err != nil {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		if t.restore == nil {
+			return fmt.Errorf("%s: discard output of an earlier attempt: %w", t.sinkNode, err)
+		}
+		return t.restoreErr(fmt.Errorf("sink %s: %w", t.sinkNode, err))
+	}
+	t.committed = t.restoredID()
+	return nil
+}
+
+func (t *task) restoredID() int64 {
+	if t.restore == nil {
+		return 0
+	}
+	return t.restore.id
+}
+
+// restoreWatermark is the event time a restored task starts at: the
+// lowest of the watermarks of the tasks of the checkpoint that ran its
+// head node over (some of) the same input — the same subtask at the same
+// parallelism, else those whose key groups overlap (keyed), else all.
+func (t *task) restoreWatermark() int64 {
+	if t.restore == nil {
+		return math.MinInt64
+	}
+	head := t.chain.head()
+	maxP := t.job.spec.MaxParallelism
+	wm, found := int64(math.MaxInt64), false
+	for _, m := range t.restore.manifests {
+		if _, ok := m.Nodes[head.node.Name]; !ok {
+			continue
+		}
+		switch {
+		case m.Parallelism == t.chain.parallelism:
+			if m.Subtask != t.subtask {
+				continue
+			}
+		case head.node.KeyBy != "":
+			mine := state.KeyGroupRange(t.subtask, t.chain.parallelism, maxP)
+			theirs := state.KeyGroupRange(m.Subtask, m.Parallelism, maxP)
+			if theirs.Start >= mine.End || mine.Start >= theirs.End {
+				continue
+			}
+		}
+		wm, found = min(wm, m.Watermark), true
+	}
+	if !found || wm == math.MaxInt64 {
+		return math.MinInt64
+	}
+	return wm
+}
