@@ -202,7 +202,7 @@ func parseRef(ref string) (string, uint32, error) {
 }
 
 const jobUsage = `usage:
-  eddy job submit [flags] JOB.yaml   submit a job; prints its id
+  eddy job submit [flags] JOB.yaml   submit a job; prints its id (--from-savepoint PATH: start from a savepoint)
   eddy job list [flags]              list jobs
   eddy job status [flags] ID         a job's state, tasks and checkpoints
   eddy job cancel [flags] ID         cancel a job
@@ -232,7 +232,7 @@ func cmdJob(args []string, stdout, stderr io.Writer) error {
 	switch args[0] {
 	case "submit":
 		var fromSavepoint string
-		fs.StringVar(&fromSavepoint, "from-savepoint", "", "start from this savepoint")
+		fs.StringVar(&fromSavepoint, "from-savepoint", "", "start from this savepoint (the path eddy savepoint create printed)")
 		ctx, done, err := connect(1, "job submit takes one job spec file")
 		if err != nil {
 			return err
@@ -320,13 +320,52 @@ func printStatus(w io.Writer, resp *eddyv1.JobStatusResponse) {
 	}
 	if len(resp.GetCheckpoints()) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "CHECKPOINT\tKIND\tSTATE\tDURATION\tFULL\tINCREMENTAL\tERROR")
+		fmt.Fprintln(tw, "CHECKPOINT\tKIND\tSTATE\tDURATION\tFULL\tINCREMENTAL\tPATH\tERROR")
 		for _, c := range resp.GetCheckpoints() {
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%dms\t%d\t%d\t%s\n", c.GetCheckpointId(), strings.TrimPrefix(c.GetKind().String(), "CHECKPOINT_KIND_"),
-				strings.TrimPrefix(c.GetState().String(), "CHECKPOINT_STATE_"), c.GetDurationMs(), c.GetFullSizeBytes(), c.GetIncrementalSizeBytes(), c.GetError())
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%dms\t%d\t%d\t%s\t%s\n", c.GetCheckpointId(), strings.TrimPrefix(c.GetKind().String(), "CHECKPOINT_KIND_"),
+				strings.TrimPrefix(c.GetState().String(), "CHECKPOINT_STATE_"), c.GetDurationMs(), c.GetFullSizeBytes(), c.GetIncrementalSizeBytes(),
+				c.GetPath(), c.GetError())
 		}
 		tw.Flush()
 	}
+}
+
+const savepointUsage = `usage:
+  eddy savepoint create [flags] JOB   take a savepoint of a running job and print its path
+                                      (--stop: cancel the job once it is taken)
+`
+
+func cmdSavepoint(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 || args[0] != "create" {
+		return usageError{errors.New("savepoint needs a subcommand\n" + savepointUsage)}
+	}
+	fs := flag.NewFlagSet("savepoint create", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var cf clientFlags
+	cf.register(fs)
+	// A savepoint of a large state takes a while: a longer default deadline.
+	if f := fs.Lookup("timeout"); f != nil {
+		_ = f.Value.Set("10m")
+		f.DefValue = f.Value.String()
+	}
+	var stop bool
+	fs.BoolVar(&stop, "stop", false, "cancel the job once the savepoint is taken")
+	if err := parseFlags(fs, args[1:], 1, "savepoint create takes one job id"); err != nil {
+		return err
+	}
+	c, done, err := cf.dial()
+	if err != nil {
+		return err
+	}
+	defer done()
+	ctx, cancel := context.WithTimeout(context.Background(), cf.timeout)
+	defer cancel()
+	resp, err := c.TriggerSavepoint(ctx, &eddyv1.TriggerSavepointRequest{Tenant: cf.tenant, JobId: fs.Arg(0), Stop: stop})
+	if err != nil {
+		return rpcError("savepoint of "+fs.Arg(0), err)
+	}
+	fmt.Fprintln(stdout, resp.GetPath())
+	return nil
 }
 
 func cmdCluster(args []string, stdout, stderr io.Writer) error {

@@ -39,6 +39,12 @@ func (p *proc) kill(t testing.TB) {
 // the test ends.
 func startProc(t testing.TB, dir, name string, args ...string) *proc {
 	t.Helper()
+	return startProcEnv(t, dir, name, nil, args...)
+}
+
+// startProcEnv is startProc with more environment variables.
+func startProcEnv(t testing.TB, dir, name string, env []string, args ...string) *proc {
+	t.Helper()
 	logPath := filepath.Join(dir, name+".log")
 	f, err := os.Create(logPath)
 	if err != nil {
@@ -46,7 +52,7 @@ func startProc(t testing.TB, dir, name string, args ...string) *proc {
 	}
 	cmd := exec.Command(eddyBin, args...)
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(os.TempDir(), "eddy-e2e-cache"))
+	cmd.Env = append(append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(os.TempDir(), "eddy-e2e-cache")), env...)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

@@ -35,6 +35,7 @@ usage:
 
   eddy module upload|list|get     the module registry
   eddy job submit|list|status|cancel
+  eddy savepoint create           take a savepoint of a running job (--stop: then cancel it)
   eddy cluster info               coordinators, the leader, workers and their slots
 
 Run 'eddy COMMAND -h' for the flags of a command.
@@ -67,6 +68,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdModule(args[1:], stdout, stderr)
 	case "job":
 		err = cmdJob(args[1:], stdout, stderr)
+	case "savepoint":
+		err = cmdSavepoint(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

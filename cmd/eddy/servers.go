@@ -28,12 +28,13 @@ import (
 
 // coordinatorFlags fill a coordinator.Config.
 type coordinatorFlags struct {
-	cfg      coordinator.Config
-	dataDir  string
-	blobs    string
-	restarts int
-	restart  string
-	delay    time.Duration
+	cfg         coordinator.Config
+	dataDir     string
+	blobs       string
+	checkpoints string
+	restarts    int
+	restart     string
+	delay       time.Duration
 }
 
 func (c *coordinatorFlags) register(fs *flag.FlagSet, standalone bool) {
@@ -42,6 +43,7 @@ func (c *coordinatorFlags) register(fs *flag.FlagSet, standalone bool) {
 	fs.StringVar(&c.cfg.APIAddr, "api", c.cfg.APIAddr, "gRPC listen address for clients and workers")
 	fs.StringVar(&c.cfg.APIAdvertiseAddr, "advertise", "", "API address others dial, if not --api")
 	fs.StringVar(&c.blobs, "blobs", "", "directory of the module store, shared by every coordinator (default DATA-DIR/blobs)")
+	fs.StringVar(&c.checkpoints, "checkpoints", "", "checkpoint storage of jobs whose spec names none, file:///dir or s3://bucket/prefix, reached by every coordinator and worker (default file://DATA-DIR/checkpoints)")
 	fs.DurationVar(&c.cfg.HeartbeatInterval, "heartbeat-interval", c.cfg.HeartbeatInterval, "how often workers heartbeat")
 	fs.DurationVar(&c.cfg.HeartbeatTimeout, "heartbeat-timeout", c.cfg.HeartbeatTimeout, "after this long without a heartbeat a worker is lost and its jobs restart")
 	fs.StringVar(&c.restart, "restart", string(c.cfg.Restart.Kind), "restart strategy of failed jobs: exponential, fixed or none")
@@ -69,6 +71,14 @@ func (c *coordinatorFlags) build(engine *host.Engine, log *slog.Logger) (*coordi
 	c.cfg.Logger = log
 	if c.blobs == "" {
 		c.blobs = filepath.Join(c.dataDir, "blobs")
+	}
+	c.cfg.CheckpointStorage = c.checkpoints
+	if c.checkpoints == "" {
+		dir, err := filepath.Abs(filepath.Join(c.dataDir, "checkpoints"))
+		if err != nil {
+			return nil, err
+		}
+		c.cfg.CheckpointStorage = "file://" + filepath.ToSlash(dir)
 	}
 	if err := c.cfg.Validate(); err != nil {
 		return nil, usageError{err}

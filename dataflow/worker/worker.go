@@ -9,6 +9,16 @@
 // them; a worker only does what the last heartbeat answer said), nor for
 // running operators (package dataflow does).
 //
+// Checkpoints: a deployment of a job whose spec has a checkpoint section
+// (or that restores from a checkpoint or savepoint) checkpoints into the
+// job's checkpoint storage (Deployment.checkpoint_storage, opened once per
+// URL with credentials from EDDY_S3_*), under tenants/<tenant>/jobs/<job>.
+// The worker hands the triggers and completions of heartbeat answers to the
+// running deployment, each id once, and sends its tasks'
+// acknowledgements to the leader (Cluster.AckCheckpoint) from a queue, so
+// that a task never waits for the network. A trigger the deployment cannot
+// take is declined at once, so that the checkpoint fails fast.
+//
 // The protocol is the one of proto/eddy/v1/cluster.proto: pull-based and
 // level-triggered. Every heartbeat reports every task the worker holds;
 // the answer lists what to start and what to cancel, and the worker
@@ -25,6 +35,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +49,7 @@ import (
 	"github.com/eddy-stream/eddy/host"
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
 	"github.com/eddy-stream/eddy/proto/rpc"
+	"github.com/eddy-stream/eddy/storage"
 )
 
 // Config configures a worker. Flags and tests fill the same struct.
@@ -61,6 +74,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Version is reported at registration.
 	Version string
+	// OpenStorage opens a job's checkpoint storage by URL (nil:
+	// storage.Open with storage.ConfigFromEnv). Each URL is opened once.
+	OpenStorage func(ctx context.Context, url string) (storage.Store, error)
 }
 
 // DefaultConfig returns a configuration with every default filled in,
@@ -103,10 +119,16 @@ type Worker struct {
 	// ended keeps the per-node counters of each job's latest ended
 	// deployment, for NodeStats after the leader released its tasks.
 	ended map[string][]dataflow.NodeSummary
+	// stores are the checkpoint storages opened, by URL.
+	stores map[string]storage.Store
 
 	cancel context.CancelFunc
 	done   chan struct{}
 	kickCh chan struct{}
+	// acks queues checkpoint acknowledgements for the leader; ackDone is
+	// closed when the goroutine sending them returned.
+	acks    chan *eddyv1.AckCheckpointRequest
+	ackDone chan struct{}
 }
 
 type jobAttempt struct {
@@ -126,6 +148,13 @@ type running struct {
 	canceled bool
 	released map[string]bool // tasks whose final report the leader committed
 	startErr error           // the deployment could not even start
+	// run is the started deployment (nil until StartDeployment returned);
+	// checkpoints says whether it checkpoints. triggered and completed are
+	// the highest checkpoint ids handed to it.
+	run         *dataflow.Running
+	checkpoints bool
+	triggered   uint64
+	completed   uint64
 }
 
 // New prepares a worker; Start runs it.
@@ -148,10 +177,25 @@ func New(cfg Config) (*Worker, error) {
 		conns:    map[string]*grpc.ClientConn{},
 		modules:  map[string]*host.Module{},
 		ended:    map[string][]dataflow.NodeSummary{},
+		stores:   map[string]storage.Store{},
 		target:   cfg.Coordinators[0],
 		kickCh:   make(chan struct{}, 1),
+		acks:     make(chan *eddyv1.AckCheckpointRequest, maxQueuedAcks),
+		ackDone:  make(chan struct{}),
+	}
+	if w.cfg.OpenStorage == nil {
+		w.cfg.OpenStorage = openStorage
 	}
 	return w, nil
+}
+
+// openStorage is the default Config.OpenStorage.
+func openStorage(ctx context.Context, url string) (storage.Store, error) {
+	cfg, err := storage.ConfigFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	return storage.Open(ctx, url, cfg)
 }
 
 // Start listens for the Exchange, registers with the coordinator and runs
@@ -185,9 +229,11 @@ func (w *Worker) Start(ctx context.Context) error {
 		cancel()
 		w.server.Stop()
 		close(w.done)
+		close(w.ackDone)
 		return err
 	}
 	go w.loop(ctx, reg)
+	go w.sendAcks(ctx)
 	return nil
 }
 
@@ -203,6 +249,7 @@ func (w *Worker) Stop() {
 	}
 	w.cancel()
 	<-w.done
+	<-w.ackDone
 	w.mu.Lock()
 	var waits []chan struct{}
 	for _, r := range w.jobs {
@@ -219,6 +266,10 @@ func (w *Worker) Stop() {
 		c.Close()
 	}
 	w.conns = map[string]*grpc.ClientConn{}
+	for _, st := range w.stores {
+		st.Close()
+	}
+	w.stores = map[string]storage.Store{}
 	w.mu.Unlock()
 }
 
@@ -461,9 +512,123 @@ func (w *Worker) apply(ctx context.Context, resp *eddyv1.HeartbeatResponse) {
 			start = append(start, d)
 		}
 	}
+	type trigger struct {
+		r  *running
+		tr *eddyv1.CheckpointTrigger
+	}
+	var triggers []trigger
+	for _, tr := range resp.GetTriggerCheckpoints() {
+		// Each id once; a deployment not started yet gets it at the next
+		// heartbeat, which repeats it.
+		r := w.jobs[jobAttempt{tr.GetJobId(), tr.GetAttempt()}]
+		if r != nil && r.run != nil && tr.GetCheckpointId() > r.triggered && !isClosed(r.done) {
+			r.triggered = tr.GetCheckpointId()
+			triggers = append(triggers, trigger{r, tr})
+		}
+	}
+	type completion struct {
+		run *dataflow.Running
+		id  uint64
+	}
+	var completions []completion
+	for _, c := range resp.GetCompletedCheckpoints() {
+		r := w.jobs[jobAttempt{c.GetJobId(), c.GetAttempt()}]
+		if r != nil && r.run != nil && r.checkpoints && c.GetCheckpointId() > r.completed {
+			r.completed = c.GetCheckpointId()
+			completions = append(completions, completion{r.run, c.GetCheckpointId()})
+		}
+	}
 	w.mu.Unlock()
+	for _, t := range triggers {
+		w.trigger(t.r, t.tr)
+	}
+	for _, c := range completions {
+		c.run.Complete(int64(c.id))
+	}
 	for _, d := range start {
 		w.deploy(ctx, d)
+	}
+}
+
+// trigger hands a checkpoint trigger to a running deployment, or declines
+// it for the deployment's tasks when the deployment cannot take it.
+func (w *Worker) trigger(r *running, tr *eddyv1.CheckpointTrigger) {
+	id := tr.GetCheckpointId()
+	err := errors.New("the job does not checkpoint: its spec has no checkpoint section")
+	if r.checkpoints {
+		err = r.run.Trigger(dataflow.Trigger{ID: int64(id), Savepoint: tr.GetKind() == eddyv1.CheckpointKind_CHECKPOINT_KIND_SAVEPOINT})
+	}
+	if err == nil {
+		return
+	}
+	w.log.Warn("checkpoint declined", "job", tr.GetJobId(), "attempt", tr.GetAttempt(), "checkpoint", id, "err", err)
+	w.queueAck(&eddyv1.AckCheckpointRequest{JobId: tr.GetJobId(), Attempt: tr.GetAttempt(), CheckpointId: id,
+		TaskId: r.d.GetTaskIds()[0], WorkerId: w.cfg.ID, DeclineReason: err.Error()})
+}
+
+// maxQueuedAcks bounds the acknowledgements waiting to be sent; beyond it
+// they are dropped (their checkpoints time out).
+const maxQueuedAcks = 4096
+
+// ackTimeout bounds how long the worker keeps trying to deliver one
+// acknowledgement (a checkpoint that old has timed out anyway, unless
+// its timeout is longer).
+const ackTimeout = time.Minute
+
+func (w *Worker) queueAck(req *eddyv1.AckCheckpointRequest) {
+	select {
+	case w.acks <- req:
+	default:
+		w.log.Warn("checkpoint acknowledgement dropped: too many queued", "job", req.GetJobId(), "checkpoint", req.GetCheckpointId(), "task", req.GetTaskId())
+	}
+}
+
+// sendAcks delivers queued acknowledgements to the leader, in order,
+// retrying while no leader answers and following redirects, until ctx
+// ends.
+func (w *Worker) sendAcks(ctx context.Context) {
+	defer close(w.ackDone)
+	for {
+		var req *eddyv1.AckCheckpointRequest
+		select {
+		case <-ctx.Done():
+			return
+		case req = <-w.acks:
+		}
+		deadline := time.Now().Add(ackTimeout)
+		backoff := 50 * time.Millisecond
+		for {
+			var resp *eddyv1.AckCheckpointResponse
+			err := w.call(ctx, func(c eddyv1.ClusterClient) error {
+				cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+				defer cancel()
+				var err error
+				resp, err = c.AckCheckpoint(cctx, req)
+				return err
+			})
+			if err == nil {
+				if !resp.GetAccepted() {
+					w.log.Debug("checkpoint acknowledgement not needed", "job", req.GetJobId(), "checkpoint", req.GetCheckpointId(),
+						"task", req.GetTaskId(), "reason", resp.GetReason())
+				}
+				break
+			}
+			code := status.Code(err)
+			if _, redirect := rpc.LeaderFromError(err); !redirect && code != codes.Unavailable && code != codes.DeadlineExceeded {
+				w.log.Warn("checkpoint acknowledgement refused", "job", req.GetJobId(), "checkpoint", req.GetCheckpointId(), "task", req.GetTaskId(), "err", err)
+				break
+			}
+			if time.Now().After(deadline) {
+				w.log.Warn("checkpoint acknowledgement not delivered", "job", req.GetJobId(), "checkpoint", req.GetCheckpointId(), "task", req.GetTaskId(), "err", err)
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, time.Second)
+		}
 	}
 }
 
@@ -500,9 +665,17 @@ func (w *Worker) deploy(ctx context.Context, d *eddyv1.Deployment) {
 	}
 	w.mu.Lock()
 	r.job = job
+	r.checkpoints = dep.Checkpointing != nil
 	w.mu.Unlock()
 	go func() {
-		_, err := job.RunDeployment(jctx, dep, w.exchange)
+		run, err := w.start(jctx, job, dep, d)
+		if err == nil {
+			w.mu.Lock()
+			r.run = run
+			w.mu.Unlock()
+			w.kick() // the next answer repeats the checkpoint in flight, if any
+			_, err = run.Wait()
+		}
 		w.mu.Lock()
 		r.err = err
 		w.ended[d.GetJobId()] = job.Stats()
@@ -516,6 +689,96 @@ func (w *Worker) deploy(ctx context.Context, d *eddyv1.Deployment) {
 		}
 		w.kick()
 	}()
+}
+
+// start starts a deployment; when it restores, it first reads the
+// checkpoint manifest it restores from. A manifest that cannot be read fails
+// the deployment with "restore checkpoint N: …", which tells the leader to
+// restore the next attempt from the checkpoint before.
+func (w *Worker) start(ctx context.Context, job *dataflow.Job, dep dataflow.Deployment, d *eddyv1.Deployment) (*dataflow.Running, error) {
+	if key := d.GetRestoreFrom(); key != "" && dep.Checkpointing != nil {
+		m, err := dataflow.ReadCheckpointManifest(ctx, dep.Checkpointing.Store, key)
+		if err != nil {
+			return nil, fmt.Errorf("restore checkpoint %s: %w", checkpointOf(key), err)
+		}
+		cp := *dep.Checkpointing
+		cp.Restore = m
+		dep.Checkpointing = &cp
+	}
+	return job.StartDeployment(ctx, dep, w.exchange)
+}
+
+// checkpointOf names the checkpoint a manifest key is of: its id, when the
+// key follows the layout of checkpoints (…/chk/<id>/_manifest.json) or
+// savepoints (…/<job>-<id>/_manifest.json), or else the key.
+func checkpointOf(key string) string {
+	dir := strings.TrimSuffix(key, "/_manifest.json")
+	last := dir[strings.LastIndex(dir, "/")+1:]
+	if strings.HasSuffix(strings.TrimSuffix(dir, "/"+last), "/chk") {
+		if _, err := strconv.ParseUint(last, 10, 64); err == nil {
+			return last
+		}
+	}
+	if i := strings.LastIndex(last, "-"); i >= 0 {
+		if _, err := strconv.ParseUint(last[i+1:], 10, 64); err == nil {
+			return last[i+1:]
+		}
+	}
+	return key
+}
+
+// checkpointing sets up the checkpoints of a deployment: nil for a job that
+// does not checkpoint (its sinks then write as without checkpoints) and
+// does not restore.
+func (w *Worker) checkpointing(ctx context.Context, d *eddyv1.Deployment, spec *jobspec.Spec) (*dataflow.Checkpointing, error) {
+	url := d.GetCheckpointStorage()
+	switch {
+	case spec.Checkpoint == nil && d.GetRestoreFrom() == "":
+		return nil, nil
+	case url == "" && d.GetRestoreFrom() != "":
+		return nil, fmt.Errorf("restore from %s: the coordinator named no checkpoint storage for the job", d.GetRestoreFrom())
+	case url == "":
+		// A coordinator older than checkpoints: run without.
+		w.log.Warn("the coordinator named no checkpoint storage: the job runs without checkpoints", "job", d.GetJobId())
+		return nil, nil
+	}
+	st, err := w.store(ctx, url)
+	if err != nil {
+		return nil, fmt.Errorf("checkpoint storage: %w", err)
+	}
+	tenant := rpc.Tenant(d.GetTenant())
+	job, attempt := d.GetJobId(), d.GetAttempt()
+	return &dataflow.Checkpointing{
+		Store:  st,
+		Prefix: "tenants/" + tenant + "/jobs/" + job,
+		Ack: func(a dataflow.Ack) {
+			w.queueAck(&eddyv1.AckCheckpointRequest{JobId: job, Attempt: attempt, CheckpointId: uint64(a.CheckpointID), TaskId: a.Task,
+				ManifestKey: a.Manifest, FullSizeBytes: uint64(max(a.FullSize, 0)), IncrementalSizeBytes: uint64(max(a.Incremental, 0)),
+				DurationMs: a.Duration.Milliseconds(), WorkerId: w.cfg.ID})
+		},
+	}, nil
+}
+
+// store returns the checkpoint storage at url, opening it the first time.
+func (w *Worker) store(ctx context.Context, url string) (storage.Store, error) {
+	w.mu.Lock()
+	st := w.stores[url]
+	w.mu.Unlock()
+	if st != nil {
+		return st, nil
+	}
+	st, err := w.cfg.OpenStorage(ctx, url)
+	if err != nil {
+		return nil, err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if prev := w.stores[url]; prev != nil {
+		st.Close()
+		return prev, nil
+	}
+	w.stores[url] = st
+	return st, nil
 }
 
 // build makes the job of a deployment: the spec as submitted, its modules
@@ -547,6 +810,9 @@ func (w *Worker) build(ctx context.Context, d *eddyv1.Deployment, log *slog.Logg
 		Addresses: map[string]string{}, Self: w.addr}
 	for _, p := range d.GetPlacements() {
 		dep.Addresses[p.GetTaskId()] = p.GetDataAddress()
+	}
+	if dep.Checkpointing, err = w.checkpointing(ctx, d, spec); err != nil {
+		return nil, dataflow.Deployment{}, err
 	}
 	return job, dep, nil
 }

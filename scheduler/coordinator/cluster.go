@@ -4,6 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"slices"
+	"time"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -116,7 +119,13 @@ func (s *clusterServer) Heartbeat(ctx context.Context, req *eddyv1.HeartbeatRequ
 	for _, w := range c.fsm.Workers() {
 		workers[w.ID] = w
 	}
-	resp := instructions(wid, req.GetTasks(), jobs, workers)
+	resp := instructions(wid, req.GetTasks(), jobs, workers, func(j *fsm.Job) string {
+		cfg, err := c.checkpointConfig(j)
+		if err != nil {
+			return ""
+		}
+		return cfg.storage
+	})
 	resp.HeartbeatIntervalMs = c.cfg.HeartbeatInterval.Milliseconds()
 	if n := len(resp.Deployments) + len(resp.CancelTasks) + len(resp.CancelJobs); n > 0 {
 		c.log.Debug("heartbeat instructions", "worker", wid, "deployments", len(resp.Deployments),
@@ -125,12 +134,81 @@ func (s *clusterServer) Heartbeat(ctx context.Context, req *eddyv1.HeartbeatRequ
 	return resp, nil
 }
 
+// AckCheckpoint records a task's acknowledgement of the checkpoint in
+// flight of its job attempt; the leader's loop finalizes the checkpoint
+// once every task acknowledged it.
+func (s *clusterServer) AckCheckpoint(ctx context.Context, req *eddyv1.AckCheckpointRequest) (*eddyv1.AckCheckpointResponse, error) {
+	c := s.c
+	t, err := c.leaderOnly(ctx)
+	if err != nil {
+		return nil, err
+	}
+	refuse := func(format string, args ...any) (*eddyv1.AckCheckpointResponse, error) {
+		reason := fmt.Sprintf(format, args...)
+		c.log.Debug("checkpoint acknowledgement dropped", "job", req.GetJobId(), "attempt", req.GetAttempt(),
+			"checkpoint", req.GetCheckpointId(), "task", req.GetTaskId(), "reason", reason)
+		return &eddyv1.AckCheckpointResponse{Reason: reason}, nil
+	}
+	j, err := c.fsm.FindJob(req.GetJobId())
+	if err != nil {
+		return refuse("job %s not found", req.GetJobId())
+	}
+	if !slices.Contains(j.Tasks, req.GetTaskId()) {
+		return nil, status.Errorf(codes.InvalidArgument, "job %s has no task %q", j.ID, req.GetTaskId())
+	}
+	declined := req.GetDeclineReason()
+	if req.GetManifestKey() == "" && declined == "" {
+		return nil, status.Errorf(codes.InvalidArgument, "checkpoint %d of job %s: task %s acknowledged without a manifest", req.GetCheckpointId(), j.ID, req.GetTaskId())
+	}
+	p := j.PendingCheckpoint
+	switch {
+	case j.State != fsm.JobRunning || j.Attempt != int(req.GetAttempt()):
+		return refuse("attempt %d of job %s is not running", req.GetAttempt(), j.ID)
+	case p == nil || p.ID != req.GetCheckpointId():
+		return refuse("checkpoint %d of job %s is not in flight", req.GetCheckpointId(), j.ID)
+	}
+	if declined != "" {
+		if acks := t.acks(j.ID, p.ID); acks == nil {
+			return refuse("checkpoint %d of job %s was triggered by a previous leader", p.ID, j.ID)
+		}
+		reason := fmt.Sprintf("task %s declined it: %s", req.GetTaskId(), declined)
+		if _, err := c.propose(ctx, &fsm.CheckpointFailed{JobID: j.ID, ID: p.ID, Reason: reason}); err != nil {
+			if errors.Is(err, fsm.ErrCheckpointNotFound) {
+				return refuse("checkpoint %d of job %s ended meanwhile", p.ID, j.ID)
+			}
+			return nil, c.toStatus(err)
+		}
+		c.log.Warn("checkpoint declined", "job", j.ID, "attempt", p.Attempt, "checkpoint", p.ID, "task", req.GetTaskId(),
+			"worker", req.GetWorkerId(), "reason", declined)
+		return &eddyv1.AckCheckpointResponse{Accepted: true}, nil
+	}
+	ok, n := t.ack(j.ID, p.ID, req.GetTaskId(), checkpointAck{
+		manifest:    req.GetManifestKey(),
+		fullSize:    int64(min(req.GetFullSizeBytes(), math.MaxInt64)),
+		incremental: int64(min(req.GetIncrementalSizeBytes(), math.MaxInt64)),
+		duration:    time.Duration(max(req.GetDurationMs(), 0)) * time.Millisecond,
+		worker:      req.GetWorkerId(),
+	})
+	if !ok {
+		return refuse("checkpoint %d of job %s was triggered by a previous leader", p.ID, j.ID)
+	}
+	c.log.Debug("checkpoint acknowledged", "job", j.ID, "attempt", p.Attempt, "checkpoint", p.ID, "task", req.GetTaskId(),
+		"worker", req.GetWorkerId(), "acknowledged", n, "tasks", len(j.Tasks))
+	if n >= len(j.Tasks) {
+		t.wake()
+	}
+	return &eddyv1.AckCheckpointResponse{Accepted: true}, nil
+}
+
 func (c *Coordinator) logReport(worker string, cmd fsm.Command) {
 	switch cmd := cmd.(type) {
 	case *fsm.TaskFinished:
 		c.log.Info("task finished", "worker", worker, "job", cmd.JobID, "attempt", cmd.Attempt, "task", cmd.TaskID)
 	case *fsm.TaskFailed:
 		c.log.Warn("task failed", "worker", worker, "job", cmd.JobID, "attempt", cmd.Attempt, "task", cmd.TaskID, "error", cmd.Message)
+	case *fsm.CheckpointFailed:
+		c.log.Warn("checkpoint cannot be restored from: the next attempt restores from the one before", "worker", worker,
+			"job", cmd.JobID, "checkpoint", cmd.ID, "error", cmd.Reason)
 	default:
 		c.log.Info(fmt.Sprint(cmd.Type()), "worker", worker)
 	}

@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/eddy-stream/eddy/scheduler/raftnode"
@@ -51,6 +53,14 @@ type Config struct {
 
 	// Restart is how failed jobs are restarted.
 	Restart RestartStrategy
+
+	// CheckpointStorage is the URL of the checkpoint storage of jobs whose
+	// spec names none (file:///dir or s3://bucket/prefix; see package
+	// storage). Every coordinator of a group and every worker must reach
+	// the same storage under this URL. Empty: the directory checkpoints in
+	// Raft.DataDir, which suits a group of one with workers on the same
+	// machine.
+	CheckpointStorage string
 
 	// Logger receives the coordinator's logs (and Raft's, unless
 	// Raft.Logger is set); nil means slog.Default().
@@ -141,6 +151,9 @@ func (c Config) Validate() error {
 			return bad("join timeout %s not positive", c.JoinTimeout)
 		}
 	}
+	if u := c.CheckpointStorage; u != "" && strings.Contains(u, "://") && !strings.HasPrefix(u, "file://") && !strings.HasPrefix(u, "s3://") {
+		return bad("checkpoint storage %q: want file:///dir or s3://bucket/prefix", u)
+	}
 	switch {
 	case c.HeartbeatInterval <= 0:
 		return bad("heartbeat interval %s not positive", c.HeartbeatInterval)
@@ -182,6 +195,18 @@ func splitHostPort(addr string) (string, int, error) {
 		return "", 0, fmt.Errorf("port %q", portText)
 	}
 	return host, port, nil
+}
+
+// checkpointStorage returns the default checkpoint storage URL.
+func (c Config) checkpointStorage() (string, error) {
+	if c.CheckpointStorage != "" {
+		return c.CheckpointStorage, nil
+	}
+	dir, err := filepath.Abs(filepath.Join(c.Raft.DataDir, "checkpoints"))
+	if err != nil {
+		return "", fmt.Errorf("%w: checkpoint storage: %v", ErrInvalidConfig, err)
+	}
+	return "file://" + filepath.ToSlash(dir), nil
 }
 
 // advertised returns the API address to publish for the listener's actual

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -21,6 +22,7 @@ import (
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
 	"github.com/eddy-stream/eddy/proto/rpc"
 	"github.com/eddy-stream/eddy/scheduler/fsm"
+	"github.com/eddy-stream/eddy/storage"
 )
 
 // controlServer serves Control: locally on the leader, by forwarding
@@ -63,6 +65,11 @@ func (s *controlServer) JobStatus(ctx context.Context, req *eddyv1.JobStatusRequ
 func (s *controlServer) CancelJob(ctx context.Context, req *eddyv1.CancelJobRequest) (*eddyv1.CancelJobResponse, error) {
 	return serve(ctx, s.c, eddyv1.Control_CancelJob_FullMethodName, req,
 		func() *eddyv1.CancelJobResponse { return new(eddyv1.CancelJobResponse) }, s.c.cancelJob)
+}
+
+func (s *controlServer) TriggerSavepoint(ctx context.Context, req *eddyv1.TriggerSavepointRequest) (*eddyv1.TriggerSavepointResponse, error) {
+	return serve(ctx, s.c, eddyv1.Control_TriggerSavepoint_FullMethodName, req,
+		func() *eddyv1.TriggerSavepointResponse { return new(eddyv1.TriggerSavepointResponse) }, s.c.triggerSavepoint)
 }
 
 func (s *controlServer) Join(ctx context.Context, req *eddyv1.JoinRequest) (*eddyv1.JoinResponse, error) {
@@ -253,6 +260,15 @@ func (c *Coordinator) submitJob(ctx context.Context, _ *term, req *eddyv1.Submit
 	if err != nil {
 		return nil, err
 	}
+	cfg, err := checkpointConfigOf(req.GetSpecYaml(), c.checkpointStorage)
+	if err != nil {
+		return nil, invalid("%s", oneLine(err.Error()))
+	}
+	storageURL := cfg.storage
+	fromSavepoint, savepointID, err := c.checkSavepoint(ctx, tenant, storageURL, req.GetFromSavepoint())
+	if err != nil {
+		return nil, err
+	}
 	name := spec.Name
 	if name == "" {
 		name = strings.TrimSuffix(filepath.Base(req.GetSpecName()), filepath.Ext(req.GetSpecName()))
@@ -261,13 +277,15 @@ func (c *Coordinator) submitJob(ctx context.Context, _ *term, req *eddyv1.Submit
 		name = "job"
 	}
 	res, err := c.propose(ctx, &fsm.SubmitJob{
-		Tenant:        tenant,
-		Name:          name,
-		Spec:          req.GetSpecYaml(),
-		Tasks:         tasks,
-		Modules:       modules,
-		RequestID:     req.GetRequestId(),
-		FromSavepoint: req.GetFromSavepoint(),
+		Tenant:            tenant,
+		Name:              name,
+		Spec:              req.GetSpecYaml(),
+		Tasks:             tasks,
+		Modules:           modules,
+		RequestID:         req.GetRequestId(),
+		FromSavepoint:     fromSavepoint,
+		CheckpointSeq:     savepointID,
+		CheckpointStorage: storageURL,
 	})
 	if err != nil {
 		return nil, err
@@ -275,6 +293,101 @@ func (c *Coordinator) submitJob(ctx context.Context, _ *term, req *eddyv1.Submit
 	j := res.(fsm.Job)
 	c.log.Info("job submitted", "tenant", tenant, "job", j.ID, "name", j.Name, "tasks", len(j.Tasks))
 	return &eddyv1.SubmitJobResponse{JobId: j.ID}, nil
+}
+
+// checkSavepoint resolves the from_savepoint of a submission to the key of
+// the checkpoint manifest to restore from ("" for none), checks that it is
+// one of the tenant's and reads it from the job's checkpoint storage, and
+// returns its checkpoint id too.
+func (c *Coordinator) checkSavepoint(ctx context.Context, tenant, storageURL, path string) (string, uint64, error) {
+	if path == "" {
+		return "", 0, nil
+	}
+	key, err := restoreKey(path)
+	if err != nil {
+		return "", 0, invalid("%v", err)
+	}
+	if !strings.HasPrefix(key, "tenants/"+tenant+"/") {
+		return "", 0, invalid("savepoint %s is not one of tenant %s (a savepoint path starts with tenants/%s/)", path, tenant, tenant)
+	}
+	st, err := c.stores.get(ctx, storageURL)
+	if err != nil {
+		return "", 0, status.Errorf(codes.Unavailable, "savepoint %s: %s", path, oneLine(err.Error()))
+	}
+	data, err := readObject(ctx, st, key)
+	switch {
+	case errors.Is(err, storage.ErrNotFound):
+		return "", 0, notFound("savepoint %s not found in the job's checkpoint storage %s", path, storageURL)
+	case err != nil:
+		return "", 0, status.Errorf(codes.Unavailable, "savepoint %s: %s", path, oneLine(err.Error()))
+	}
+	var m checkpointManifest
+	if err := json.Unmarshal(data, &m); err != nil || m.Version != checkpointManifestVersion || m.Checkpoint == 0 || len(m.Tasks) == 0 {
+		return "", 0, invalid("savepoint %s: %s is not a checkpoint manifest", path, key)
+	}
+	return key, m.Checkpoint, nil
+}
+
+// triggerSavepoint asks the leader's loop for a savepoint of a running job
+// and waits until one with an id above the job's last id ends.
+func (c *Coordinator) triggerSavepoint(ctx context.Context, t *term, req *eddyv1.TriggerSavepointRequest) (*eddyv1.TriggerSavepointResponse, error) {
+	tenant := rpc.Tenant(req.GetTenant())
+	j, err := c.fsm.Job(tenant, req.GetJobId())
+	if err != nil {
+		return nil, notFound("job %s not found in tenant %s", req.GetJobId(), tenant)
+	}
+	if j.State != fsm.JobRunning {
+		return nil, status.Errorf(codes.FailedPrecondition, "job %s is %s: only a running job takes a savepoint", j.ID, apiJobStateName(&j, t, c))
+	}
+	if _, err := c.checkpointConfig(&j); err != nil {
+		return nil, status.Errorf(codes.FailedPrecondition, "%s", oneLine(err.Error()))
+	}
+	after := j.CheckpointSeq
+	unregister := t.waitSavepoint(j.ID, after)
+	defer unregister()
+	log := c.log.With("tenant", tenant, "job", j.ID)
+	log.Info("savepoint requested", "stop", req.GetStop())
+	for {
+		changed := c.fsm.Changed()
+		j, err = c.fsm.Job(tenant, req.GetJobId())
+		if err != nil {
+			return nil, notFound("job %s not found in tenant %s", req.GetJobId(), tenant)
+		}
+		if sp, failed, done := savepointOutcome(&j, after); done {
+			if failed != "" {
+				return nil, status.Errorf(codes.Aborted, "savepoint %d of job %s failed: %s", sp.ID, j.ID, failed)
+			}
+			resp := &eddyv1.TriggerSavepointResponse{Path: savepointDir(sp.Location), CheckpointId: sp.ID}
+			log.Info("savepoint taken", "checkpoint", sp.ID, "path", resp.Path)
+			if !req.GetStop() {
+				resp.State = apiJobState(&j, t.index(c.fsm.Workers()))
+				return resp, nil
+			}
+			cancel, err := c.cancelJob(ctx, t, &eddyv1.CancelJobRequest{Tenant: tenant, JobId: j.ID})
+			if err != nil {
+				return nil, err
+			}
+			resp.State = cancel.GetState()
+			return resp, nil
+		}
+		switch {
+		case j.State != fsm.JobRunning:
+			return nil, status.Errorf(codes.FailedPrecondition, "job %s became %s before the savepoint was taken: %s", j.ID, apiJobStateName(&j, t, c), j.Message)
+		case len(j.FinishedTasks) > 0 && (j.PendingCheckpoint == nil || !j.PendingCheckpoint.Savepoint):
+			return nil, status.Errorf(codes.FailedPrecondition, "job %s: %d of its tasks finished, and a savepoint needs every task running", j.ID, len(j.FinishedTasks))
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, status.FromContextError(ctx.Err()).Err()
+		case <-t.ctx.Done():
+			return nil, status.Error(codes.Unavailable, "the coordinator stopped leading before the savepoint was taken: retry")
+		}
+	}
+}
+
+func apiJobStateName(j *fsm.Job, t *term, c *Coordinator) string {
+	return strings.TrimPrefix(apiJobState(j, t.index(c.fsm.Workers())).String(), "JOB_STATE_")
 }
 
 // resolveModules pins every module reference of a spec to a registered
@@ -349,7 +462,7 @@ func (c *Coordinator) jobStatus(_ context.Context, t *term, req *eddyv1.JobStatu
 	if err != nil {
 		return nil, notFound("job %s not found in tenant %s", req.GetJobId(), tenant)
 	}
-	return jobStatus(&j, t.index(c.fsm.Workers())), nil
+	return jobStatus(&j, t.index(c.fsm.Workers()), c.now()), nil
 }
 
 func (c *Coordinator) cancelJob(ctx context.Context, t *term, req *eddyv1.CancelJobRequest) (*eddyv1.CancelJobResponse, error) {

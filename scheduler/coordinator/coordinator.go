@@ -20,6 +20,7 @@ import (
 	"github.com/eddy-stream/eddy/proto/rpc"
 	"github.com/eddy-stream/eddy/scheduler/fsm"
 	"github.com/eddy-stream/eddy/scheduler/raftnode"
+	"github.com/eddy-stream/eddy/storage"
 )
 
 // Coordinator is one coordinator process: a Raft member with its FSM, and
@@ -39,6 +40,12 @@ type Coordinator struct {
 	health *health.Server
 	addr   string // advertised API address
 	conns  *connPool
+	// stores are the checkpoint storages opened; checkpointStorage is the
+	// default URL.
+	stores            *storeCache
+	checkpointStorage string
+	cpMu              sync.Mutex
+	cpConfigs         map[string]checkpointConfigEntry // by job id
 
 	ctx    context.Context // ends at Stop
 	cancel context.CancelFunc
@@ -70,17 +77,28 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 	if now == nil {
 		now = time.Now
 	}
+	open := deps.OpenStorage
+	if open == nil {
+		open = openStorage
+	}
+	defaultStorage, err := cfg.checkpointStorage()
+	if err != nil {
+		return nil, err
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Coordinator{
-		cfg:         cfg,
-		deps:        deps,
-		log:         cfg.Logger.With("coordinator", cfg.NodeID),
-		now:         now,
-		fsm:         fsm.New(),
-		conns:       newConnPool(),
-		ctx:         ctx,
-		cancel:      cancel,
-		termChanged: make(chan struct{}),
+		cfg:               cfg,
+		deps:              deps,
+		log:               cfg.Logger.With("coordinator", cfg.NodeID),
+		now:               now,
+		fsm:               fsm.New(),
+		conns:             newConnPool(),
+		stores:            &storeCache{open: open, stores: map[string]storage.Store{}},
+		checkpointStorage: defaultStorage,
+		cpConfigs:         map[string]checkpointConfigEntry{},
+		ctx:               ctx,
+		cancel:            cancel,
+		termChanged:       make(chan struct{}),
 	}, nil
 }
 
@@ -143,6 +161,35 @@ func (c *Coordinator) start(ctx context.Context) error {
 		return c.join(ctx)
 	}
 	return nil
+}
+
+// CheckpointStorage is the URL of the checkpoint storage of jobs whose
+// spec names none.
+func (c *Coordinator) CheckpointStorage() string { return c.checkpointStorage }
+
+type checkpointConfigEntry struct {
+	cfg checkpointConfig
+	err error
+}
+
+// checkpointConfig returns a job's checkpoint settings, read from its spec
+// once.
+func (c *Coordinator) checkpointConfig(j *fsm.Job) (checkpointConfig, error) {
+	c.cpMu.Lock()
+	defer c.cpMu.Unlock()
+	e, ok := c.cpConfigs[j.ID]
+	if !ok {
+		def := c.checkpointStorage
+		if j.CheckpointStorage != "" {
+			def = j.CheckpointStorage // the spec's, or the default when it was submitted
+		}
+		e.cfg, e.err = checkpointConfigOf(j.Spec, def)
+		if e.err != nil {
+			e.err = fmt.Errorf("job %s: checkpoint settings: %w", j.ID, e.err)
+		}
+		c.cpConfigs[j.ID] = e
+	}
+	return e.cfg, e.err
 }
 
 // Addr is the API address other processes reach this coordinator at.
@@ -228,6 +275,7 @@ func (c *Coordinator) Stop() {
 		}
 	}
 	c.conns.close()
+	c.stores.close()
 	c.log.Info("coordinator stopped")
 }
 

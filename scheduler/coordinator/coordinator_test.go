@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -379,6 +380,7 @@ func TestConfigValidate(t *testing.T) {
 		{"negative delay", func(c *Config) { c.Restart.Delay = -1 }},
 		{"max delay below delay", func(c *Config) { c.Restart.MaxDelay = c.Restart.Delay / 2 }},
 		{"negative attempts", func(c *Config) { c.Restart.MaxAttempts = -1 }},
+		{"checkpoint storage of another scheme", func(c *Config) { c.CheckpointStorage = "gs://bucket" }},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -394,6 +396,12 @@ func TestConfigValidate(t *testing.T) {
 	}
 	if _, err := New(valid(), Deps{Validator: testValidator, Planner: testPlanner}); err == nil {
 		t.Fatal("New without a store")
+	}
+	// The default checkpoint storage is a directory of the data directory.
+	cfg := valid()
+	c, err := New(cfg, Deps{Store: NewMemStore(), Validator: testValidator, Planner: testPlanner})
+	if err != nil || c.CheckpointStorage() != "file://"+filepath.ToSlash(filepath.Join(cfg.Raft.DataDir, "checkpoints")) {
+		t.Fatalf("default checkpoint storage %q, %v", c.CheckpointStorage(), err)
 	}
 }
 

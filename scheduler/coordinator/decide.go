@@ -37,6 +37,10 @@ type round struct {
 type plan struct {
 	commands []fsm.Command
 	wakeAt   time.Time
+	// finalize and collect are the checkpoint I/O to start (see
+	// checkpointPlan), once a round decides no command.
+	finalize []string
+	collect  []string
 }
 
 func (p *plan) wake(at time.Time) {
@@ -204,6 +208,11 @@ func reportCommands(worker string, reports []*eddyv1.TaskReport, jobs map[string
 			}
 		case eddyv1.TaskState_TASK_STATE_FAILED:
 			failed[k.job] = true
+			// A task that could not restore from a checkpoint marks it bad
+			// first, so that the next attempt restores from the one before.
+			if id, ok := badCheckpoint(j, r.GetError()); ok {
+				cmds = append(cmds, &fsm.CheckpointFailed{JobID: k.job, ID: id, Reason: r.GetError()})
+			}
 			cmds = append(cmds, &fsm.TaskFailed{JobID: k.job, Attempt: k.attempt, TaskID: k.task, Message: r.GetError()})
 		case eddyv1.TaskState_TASK_STATE_CANCELED:
 			if !finished(j, k.task) {
@@ -217,10 +226,11 @@ func reportCommands(worker string, reports []*eddyv1.TaskReport, jobs map[string
 }
 
 // instructions computes the answer to a heartbeat: the difference between
-// what the worker reports and what the FSM says it should run. jobs are all
-// jobs in submission order; workers maps worker ids to workers (for data
-// addresses).
-func instructions(worker string, reports []*eddyv1.TaskReport, jobs []fsm.Job, workers map[string]fsm.Worker) *eddyv1.HeartbeatResponse {
+// what the worker reports and what the FSM says it should run, and the
+// checkpoints to trigger and commit. jobs are all jobs in submission
+// order; workers maps worker ids to workers (for data addresses); storage
+// gives a job's checkpoint storage URL (nil: none).
+func instructions(worker string, reports []*eddyv1.TaskReport, jobs []fsm.Job, workers map[string]fsm.Worker, storage func(*fsm.Job) string) *eddyv1.HeartbeatResponse {
 	resp := &eddyv1.HeartbeatResponse{}
 	byID := make(map[string]*fsm.Job, len(jobs))
 	for i := range jobs {
@@ -259,9 +269,14 @@ func instructions(worker string, reports []*eddyv1.TaskReport, jobs []fsm.Job, w
 			}
 		}
 		if len(start) > 0 {
-			resp.Deployments = append(resp.Deployments, deployment(j, start, workers))
+			d := deployment(j, start, workers)
+			if storage != nil {
+				d.CheckpointStorage = storage(j)
+			}
+			resp.Deployments = append(resp.Deployments, d)
 		}
 	}
+	checkpointInstructions(resp, worker, jobs)
 	slices.SortFunc(cancel, compareKeys)
 	slices.SortFunc(release, compareKeys)
 	for _, k := range cancel {
@@ -311,13 +326,4 @@ func deployment(j *fsm.Job, start []string, workers map[string]fsm.Worker) *eddy
 	}
 	d.RestoreFrom = restoreFrom(j)
 	return d
-}
-
-// restoreFrom is where an attempt restores its state from: the latest
-// completed checkpoint, or else the savepoint the job was submitted with.
-func restoreFrom(j *fsm.Job) string {
-	if n := len(j.Checkpoints); n > 0 {
-		return j.Checkpoints[n-1].Location
-	}
-	return j.FromSavepoint
 }

@@ -498,7 +498,7 @@ func TestInstructions(t *testing.T) {
 			for _, w := range s.f.Workers() {
 				workers[w.ID] = w
 			}
-			resp := instructions(tc.worker, tc.reports, s.f.AllJobs(), workers)
+			resp := instructions(tc.worker, tc.reports, s.f.AllJobs(), workers, nil)
 			var deps []string
 			for _, d := range resp.GetDeployments() {
 				deps = append(deps, fmt.Sprintf("%s/%d:%s", d.GetJobId(), d.GetAttempt(), strings.Join(d.GetTaskIds(), ",")))
@@ -532,13 +532,13 @@ func TestDeploymentContents(t *testing.T) {
 	for _, w := range s.f.Workers() {
 		workers[w.ID] = w
 	}
-	resp := instructions("w1", nil, s.f.AllJobs(), workers)
+	resp := instructions("w1", nil, s.f.AllJobs(), workers, func(j *fsm.Job) string { return "file:///chk/" + j.ID })
 	if len(resp.GetDeployments()) != 1 {
 		t.Fatalf("deployments %v", resp.GetDeployments())
 	}
 	d := resp.GetDeployments()[0]
 	if d.GetJobId() != id || d.GetAttempt() != 1 || d.GetTenant() != "default" || string(d.GetSpecYaml()) != "name: j" ||
-		d.GetRestoreFrom() != "file:///sp/1" || strings.Join(d.GetTaskIds(), ",") != "a" {
+		d.GetRestoreFrom() != "file:///sp/1" || strings.Join(d.GetTaskIds(), ",") != "a" || d.GetCheckpointStorage() != "file:///chk/"+id {
 		t.Errorf("deployment %v", d)
 	}
 	if m := d.GetModules(); len(m) != 1 || m[0].GetRef() != "enrich" || m[0].GetName() != "enrich" || m[0].GetVersion() != 1 || m[0].GetSha256() != strings.Repeat("ab", 32) {
@@ -622,7 +622,7 @@ func TestJobStatusView(t *testing.T) {
 	if got := apiJobState(&j3, idx); got != eddyv1.JobState_JOB_STATE_RUNNING {
 		t.Errorf("all running: %s", got)
 	}
-	st := jobStatus(&j3, idx)
+	st := jobStatus(&j3, idx, t0)
 	if len(st.GetTasks()) != 2 || st.GetTasks()[1].GetWorkerId() != "w2" || st.GetTasks()[1].GetMetrics().GetRecordsIn() != 7 ||
 		st.GetTasks()[1].GetState() != running || st.GetJob().GetAttempt() != 1 {
 		t.Errorf("status %v", st)
@@ -635,7 +635,7 @@ func TestJobStatusView(t *testing.T) {
 	if got := apiJobState(&j5, idx); got != eddyv1.JobState_JOB_STATE_CANCELING {
 		t.Errorf("canceled, a task still reported: %s", got)
 	}
-	if st := jobStatus(&j5, idx); st.GetJob().GetEndedUnixMs() == 0 {
+	if st := jobStatus(&j5, idx, t0); st.GetJob().GetEndedUnixMs() == 0 {
 		t.Errorf("canceled job without an end time: %v", st.GetJob())
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/eddy-stream/eddy/storage"
 )
 
 // ModuleStore holds module bytes, keyed by ModuleKey. Every coordinator of
@@ -56,8 +58,21 @@ type Deps struct {
 	Validator Validator
 	Planner   Planner
 	// Now is the clock (nil: time.Now). Every time the leader proposes, and
-	// every liveness and backoff decision, reads it.
+	// every liveness, backoff and checkpoint decision, reads it.
 	Now func() time.Time
+	// OpenStorage opens a job's checkpoint storage by URL (nil:
+	// storage.Open with storage.ConfigFromEnv, credentials from
+	// EDDY_S3_*). The leader opens each URL once.
+	OpenStorage func(ctx context.Context, url string) (storage.Store, error)
+}
+
+// openStorage is the default Deps.OpenStorage.
+func openStorage(ctx context.Context, url string) (storage.Store, error) {
+	cfg, err := storage.ConfigFromEnv()
+	if err != nil {
+		return nil, err
+	}
+	return storage.Open(ctx, url, cfg)
 }
 
 func (d Deps) check() error {

@@ -26,11 +26,24 @@
 //   - placement: a waiting job, or a restarting one past its backoff, is
 //     placed over the alive workers' free slots (package placement,
 //     fsm.PlaceJob as the next attempt), or marked waiting with the message
-//     "waiting for slots: job needs N, M free".
+//     "waiting for slots: job needs N, M free";
+//   - checkpoints (checkpoint.go): for every running job whose tasks all
+//     run, a checkpoint at the spec's interval (at most one in flight, the
+//     minimum pause after the previous one, failed at the timeout) or a
+//     savepoint that TriggerSavepoint asks for; triggers and completions
+//     reach the workers in heartbeat answers, acknowledgements come back
+//     through Cluster.AckCheckpoint. When every task acknowledged, the
+//     leader writes the checkpoint manifest to the job's checkpoint storage
+//     (a savepoint is then copied into a self-contained directory) and
+//     commits the outcome; it deletes the files of checkpoints no longer
+//     retained. A restarted attempt restores from the latest completed
+//     checkpoint that is not bad; a task reporting "restore checkpoint N:"
+//     marks N bad.
 //
 // These decisions, and the answer to a heartbeat, are pure functions of the
 // replicated state, the in-memory heartbeat view and the time (decide.go,
-// status.go); the goroutines, timers and Raft proposals live around them.
+// status.go, checkpoint.go); the goroutines, timers, Raft proposals and
+// storage I/O live around them.
 // A new leader starts every worker's timeout afresh, so that workers have a
 // full HeartbeatTimeout to find it: tasks keep running across a leader
 // change.
@@ -41,8 +54,13 @@
 // start (and after any NOT_FOUND heartbeat), then Heartbeat every
 // heartbeat_interval_ms with every task held; apply the answer
 // idempotently (start deployments' tasks not yet held, cancel cancel_tasks
-// and every task of cancel_jobs, forget released terminal tasks).
+// and every task of cancel_jobs, forget released terminal tasks, trigger
+// and complete each checkpoint id once); send each task's checkpoint
+// acknowledgement with AckCheckpoint.
 //
-// The package does not run tasks, parse Wasm or talk to storage: the
-// caller injects a ModuleStore, a Validator and a Planner (Deps).
+// The package does not run tasks or parse Wasm: the caller injects a
+// ModuleStore, a Validator and a Planner (Deps). It reads and writes
+// checkpoint storage (package storage) only for checkpoint manifests,
+// savepoint copies and the deletion of old checkpoints; the leader does
+// that I/O in goroutines of its term, outside its decision loop.
 package coordinator

@@ -67,6 +67,8 @@ func TestThreeCoordinators(t *testing.T) {
 	// Cluster is not forwarded: a follower names the leader.
 	_, err = eddyv1.NewClusterClient(dial(t, c3.Addr())).Heartbeat(ctx, &eddyv1.HeartbeatRequest{WorkerId: "w9", InstanceId: "i"})
 	wantNotLeader(t, err, c1.Addr())
+	_, err = eddyv1.NewClusterClient(dial(t, c3.Addr())).AckCheckpoint(ctx, &eddyv1.AckCheckpointRequest{JobId: "job-1", Attempt: 1, CheckpointId: 1, TaskId: "t0", ManifestKey: "k"})
+	wantNotLeader(t, err, c1.Addr())
 
 	w := newFakeWorker(t, "w1", 4, c2.Addr())
 	w.start()
@@ -144,6 +146,9 @@ func TestThreeCoordinators(t *testing.T) {
 	// The group of two still commits: the job finishes.
 	w.setState(job, 1, done, "")
 	waitJob(t, fc, job, eddyv1.JobState_JOB_STATE_FINISHED, 10*time.Second, nil)
+	// A savepoint request through a follower gets the leader's answer.
+	_, err = fc.TriggerSavepoint(callCtx(t), &eddyv1.TriggerSavepointRequest{JobId: job})
+	wantCode(t, err, codes.FailedPrecondition, "only a running job takes a savepoint")
 	if jobs, err := fc.ListJobs(callCtx(t), &eddyv1.ListJobsRequest{}); err != nil || len(jobs.GetJobs()) != 1 {
 		t.Fatalf("jobs %v, %v", jobs, err)
 	}

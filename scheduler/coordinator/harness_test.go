@@ -250,6 +250,12 @@ type fakeWorker struct {
 	redirects   int
 	beats       int // heartbeats answered
 	conns       map[string]*grpc.ClientConn
+	// onTrigger, when set, is called (from the heartbeat loop, without the
+	// lock) once for every checkpoint a heartbeat answer triggers; the
+	// test acknowledges it as the worker's tasks would.
+	onTrigger func(*eddyv1.CheckpointTrigger)
+	triggered map[string]bool   // "job/attempt/id" of the triggers seen
+	completed map[string]uint64 // "job/attempt" → latest checkpoint announced as completed
 }
 
 func newFakeWorker(t testing.TB, id string, slots uint32, coordinators ...string) *fakeWorker {
@@ -257,6 +263,7 @@ func newFakeWorker(t testing.TB, id string, slots uint32, coordinators ...string
 		t: t, id: id, instance: id + "-instance-1", dataAddr: "127.0.0.1:9" + id[len(id)-1:], slots: slots,
 		known: slices.Clone(coordinators), target: coordinators[0],
 		tasks: map[taskKey]*eddyv1.TaskReport{}, conns: map[string]*grpc.ClientConn{},
+		triggered: map[string]bool{}, completed: map[string]uint64{},
 	}
 	t.Cleanup(func() {
 		w.mu.Lock()
@@ -360,13 +367,35 @@ func (w *fakeWorker) heartbeat(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	w.apply(resp)
+	triggers := w.apply(resp)
+	w.mu.Lock()
+	hook := w.onTrigger
+	w.mu.Unlock()
+	if hook != nil {
+		for _, tr := range triggers {
+			hook(tr)
+		}
+	}
 	return nil
 }
 
-func (w *fakeWorker) apply(resp *eddyv1.HeartbeatResponse) {
+// apply carries out a heartbeat answer and returns the checkpoint triggers
+// it sees for the first time.
+func (w *fakeWorker) apply(resp *eddyv1.HeartbeatResponse) []*eddyv1.CheckpointTrigger {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	var triggers []*eddyv1.CheckpointTrigger
+	for _, tr := range resp.GetTriggerCheckpoints() {
+		k := fmt.Sprintf("%s/%d/%d", tr.GetJobId(), tr.GetAttempt(), tr.GetCheckpointId())
+		if !w.triggered[k] {
+			w.triggered[k] = true
+			triggers = append(triggers, tr)
+		}
+	}
+	for _, c := range resp.GetCompletedCheckpoints() {
+		k := fmt.Sprintf("%s/%d", c.GetJobId(), c.GetAttempt())
+		w.completed[k] = max(w.completed[k], c.GetCheckpointId())
+	}
 	w.beats++
 	for _, d := range resp.GetDeployments() {
 		w.deployments = append(w.deployments, d)
@@ -402,6 +431,36 @@ func (w *fakeWorker) apply(resp *eddyv1.HeartbeatResponse) {
 			r.Metrics.RecordsOut += 5
 		}
 	}
+	return triggers
+}
+
+// setOnTrigger sets (or, with nil, clears) the checkpoint hook.
+func (w *fakeWorker) setOnTrigger(fn func(*eddyv1.CheckpointTrigger)) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.onTrigger = fn
+}
+
+// completedCheckpoint is the latest checkpoint of a job attempt announced
+// to the worker as completed.
+func (w *fakeWorker) completedCheckpoint(job string, attempt int) uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.completed[fmt.Sprintf("%s/%d", job, attempt)]
+}
+
+// tasksOf lists the tasks of a job attempt the worker holds, sorted.
+func (w *fakeWorker) tasksOf(job string, attempt int) []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var out []string
+	for k := range w.tasks {
+		if k.job == job && k.attempt == attempt {
+			out = append(out, k.task)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 func cloneReport(r *eddyv1.TaskReport) *eddyv1.TaskReport {

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"errors"
+	"maps"
 	"sync"
 	"time"
 
@@ -32,7 +33,41 @@ type term struct {
 	// oldest entries go beyond maxEnded.
 	ended      map[taskKey]*eddyv1.TaskReport
 	endedOrder []taskKey
+
+	// The checkpoint coordinator's view (checkpoint.go), by job id: the
+	// checkpoints in flight this term triggered and their
+	// acknowledgements; since when each running job's tasks all run; the
+	// jobs whose checkpoint files are being written or deleted, and those
+	// whose old files could not be deleted (with when to try again); the
+	// savepoints that TriggerSavepoint calls wait for.
+	inFlight     map[string]*inFlight
+	runningSince map[string]runningSince
+	busy         map[string]bool
+	collectAfter map[string]time.Time
+	waiters      map[string]map[*savepointWaiter]bool
+	// kick wakes the leader's loop for something that is not a change of
+	// the FSM (the last acknowledgement of a checkpoint, a savepoint
+	// request, the end of checkpoint I/O).
+	kick chan struct{}
+	// io counts the term's checkpoint I/O goroutines; the term ends after
+	// them.
+	io sync.WaitGroup
 }
+
+// inFlight is a checkpoint in flight that this term triggered.
+type inFlight struct {
+	id   uint64
+	acks map[string]checkpointAck // by task
+}
+
+type runningSince struct {
+	attempt int
+	since   time.Time
+}
+
+// savepointWaiter is a TriggerSavepoint call waiting for a savepoint with
+// an id above after.
+type savepointWaiter struct{ after uint64 }
 
 // maxEnded bounds term.ended.
 const maxEnded = 1 << 14
@@ -52,6 +87,152 @@ func newTerm(ctx context.Context, cancel context.CancelFunc) *term {
 		done:    make(chan struct{}),
 		workers: map[string]*workerView{},
 		ended:   map[taskKey]*eddyv1.TaskReport{},
+
+		inFlight:     map[string]*inFlight{},
+		runningSince: map[string]runningSince{},
+		busy:         map[string]bool{},
+		collectAfter: map[string]time.Time{},
+		waiters:      map[string]map[*savepointWaiter]bool{},
+		kick:         make(chan struct{}, 1),
+	}
+}
+
+// wake wakes the leader's loop.
+func (t *term) wake() {
+	select {
+	case t.kick <- struct{}{}:
+	default:
+	}
+}
+
+// beginCheckpoint records that this term triggers checkpoint id of job
+// (before the trigger is committed: acknowledgements can only follow it).
+func (t *term) beginCheckpoint(job string, id uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.inFlight[job] = &inFlight{id: id, acks: map[string]checkpointAck{}}
+}
+
+// ack records a task's acknowledgement of checkpoint id of job. It returns
+// false when this term did not trigger that checkpoint, and how many tasks
+// acknowledged it so far.
+func (t *term) ack(job string, id uint64, task string, a checkpointAck) (bool, int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f := t.inFlight[job]
+	if f == nil || f.id != id {
+		return false, 0
+	}
+	f.acks[task] = a
+	return true, len(f.acks)
+}
+
+// acks returns the acknowledgements of checkpoint id of job.
+func (t *term) acks(job string, id uint64) map[string]checkpointAck {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	f := t.inFlight[job]
+	if f == nil || f.id != id {
+		return nil
+	}
+	return maps.Clone(f.acks)
+}
+
+// checkpointView copies what decideCheckpoints needs of the term.
+func (t *term) checkpointView(now time.Time, jobs []fsm.Job, idx reportIndex) checkpointRound {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r := checkpointRound{
+		now:          now,
+		jobs:         jobs,
+		running:      map[string]time.Time{},
+		inFlight:     make(map[string]inFlightView, len(t.inFlight)),
+		savepoints:   map[string]bool{},
+		busy:         maps.Clone(t.busy),
+		collectAfter: maps.Clone(t.collectAfter),
+	}
+	for i := range jobs {
+		j := &jobs[i]
+		if j.State == fsm.JobRunning && apiJobState(j, idx) == eddyv1.JobState_JOB_STATE_RUNNING {
+			rs, ok := t.runningSince[j.ID]
+			if !ok || rs.attempt != j.Attempt {
+				rs = runningSince{attempt: j.Attempt, since: now}
+				t.runningSince[j.ID] = rs
+			}
+			r.running[j.ID] = rs.since
+		} else {
+			delete(t.runningSince, j.ID)
+		}
+		last := lastSavepointID(j)
+		for w := range t.waiters[j.ID] {
+			if w.after >= last {
+				r.savepoints[j.ID] = true
+			}
+		}
+	}
+	pending := make(map[string]uint64, len(jobs))
+	for i := range jobs {
+		if p := jobs[i].PendingCheckpoint; p != nil {
+			pending[jobs[i].ID] = p.ID
+		}
+	}
+	for job, f := range t.inFlight {
+		if pending[job] != f.id {
+			delete(t.inFlight, job) // ended (a new trigger registers again)
+			continue
+		}
+		acked := make(map[string]bool, len(f.acks))
+		for task := range f.acks {
+			acked[task] = true
+		}
+		r.inFlight[job] = inFlightView{id: f.id, acked: acked}
+	}
+	return r
+}
+
+// startIO marks job busy with checkpoint I/O; false if it already is.
+func (t *term) startIO(job string) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.busy[job] {
+		return false
+	}
+	t.busy[job] = true
+	return true
+}
+
+// endIO ends job's checkpoint I/O; a non-zero retry postpones the next
+// collection of its old files.
+func (t *term) endIO(job string, retry time.Time) {
+	t.mu.Lock()
+	delete(t.busy, job)
+	if retry.IsZero() {
+		delete(t.collectAfter, job)
+	} else {
+		t.collectAfter[job] = retry
+	}
+	t.mu.Unlock()
+	t.wake()
+}
+
+// waitSavepoint registers a TriggerSavepoint call waiting for a savepoint
+// of job with an id above after; the returned function unregisters it.
+func (t *term) waitSavepoint(job string, after uint64) func() {
+	w := &savepointWaiter{after: after}
+	t.mu.Lock()
+	if t.waiters[job] == nil {
+		t.waiters[job] = map[*savepointWaiter]bool{}
+	}
+	t.waiters[job][w] = true
+	t.mu.Unlock()
+	t.wake()
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		delete(t.waiters[job], w)
+		if len(t.waiters[job]) == 0 {
+			delete(t.waiters, job)
+		}
 	}
 }
 
@@ -135,6 +316,7 @@ const maxIdle = time.Second
 // job's restart backoff) expires.
 func (c *Coordinator) lead(t *term) {
 	defer close(t.done)
+	defer t.io.Wait() // the term's context is canceled: they end soon
 	if !c.barrier(t) {
 		return
 	}
@@ -149,7 +331,7 @@ func (c *Coordinator) lead(t *term) {
 	for {
 		changed := c.fsm.Changed()
 		p := c.round(t)
-		applied, err := c.applyAll(t.ctx, p.commands)
+		applied, err := c.applyAll(t.ctx, t, p.commands)
 		if t.ctx.Err() != nil {
 			return
 		}
@@ -168,6 +350,8 @@ func (c *Coordinator) lead(t *term) {
 			continue
 		default:
 			backoff = 0
+			// The state settled: start the checkpoint I/O it calls for.
+			c.startCheckpointIO(t, p.finalize, p.collect)
 			wait = maxIdle
 			if !p.wakeAt.IsZero() {
 				wait = min(wait, max(p.wakeAt.Sub(c.now()), time.Millisecond))
@@ -185,7 +369,44 @@ func (c *Coordinator) lead(t *term) {
 			return
 		case <-changed:
 		case <-timer.C:
+		case <-t.kick:
 		}
+	}
+}
+
+// collectRetry is how long the leader waits before it tries again to
+// delete the files of old checkpoints after a failure.
+const collectRetry = 5 * time.Second
+
+// startCheckpointIO starts, each in a goroutine of the term, the
+// finalization of checkpoints and the collection of old checkpoint files
+// that a round asked for, skipping jobs that have I/O running already.
+func (c *Coordinator) startCheckpointIO(t *term, finalize, collect []string) {
+	for _, job := range finalize {
+		if !t.startIO(job) {
+			continue
+		}
+		t.io.Add(1)
+		go func() {
+			defer t.io.Done()
+			c.finalizeCheckpoint(t.ctx, t, job)
+			t.endIO(job, time.Time{})
+		}()
+	}
+	for _, job := range collect {
+		if !t.startIO(job) {
+			continue
+		}
+		t.io.Add(1)
+		go func() {
+			defer t.io.Done()
+			var retry time.Time
+			if err := c.collectCheckpoints(t.ctx, job); err != nil && t.ctx.Err() == nil {
+				retry = c.now().Add(collectRetry)
+				c.log.Warn("old checkpoint files not deleted", "job", job, "err", err, "retry_in", collectRetry)
+			}
+			t.endIO(job, retry)
+		}()
 	}
 }
 
@@ -209,23 +430,53 @@ func (c *Coordinator) barrier(t *term) bool {
 	}
 }
 
-// round gathers the input of one round of decisions.
+// round gathers the input of one round of decisions and runs them: the
+// scheduling decisions first; when they decide nothing, the checkpoint
+// decisions (otherwise those wait for the next round, which sees the
+// state the scheduling commands made).
 func (c *Coordinator) round(t *term) plan {
-	return decide(round{
-		now:      c.now(),
+	now := c.now()
+	workers := c.fsm.Workers()
+	jobs := c.fsm.AllJobs()
+	p := decide(round{
+		now:      now,
 		since:    t.since,
-		workers:  c.fsm.Workers(),
-		jobs:     c.fsm.AllJobs(),
+		workers:  workers,
+		jobs:     jobs,
 		lastSeen: t.lastSeen(),
 		timeout:  c.cfg.HeartbeatTimeout,
 		restart:  c.cfg.Restart,
 	})
+	if len(p.commands) > 0 {
+		return p
+	}
+	r := t.checkpointView(now, jobs, t.index(workers))
+	r.configs = make(map[string]checkpointConfig, len(jobs))
+	for i := range jobs {
+		j := &jobs[i]
+		if j.State.Terminal() && j.PendingCheckpoint == nil && len(j.CheckpointsToDelete) == 0 {
+			continue
+		}
+		if cfg, err := c.checkpointConfig(j); err == nil {
+			r.configs[j.ID] = cfg
+		}
+	}
+	cp := decideCheckpoints(r)
+	p.commands = cp.commands
+	p.finalize, p.collect = cp.finalize, cp.collect
+	if !cp.wakeAt.IsZero() {
+		p.wake(cp.wakeAt)
+	}
+	return p
 }
 
 // applyAll proposes cmds in order and returns how many were applied; it
 // stops at the first refusal or failure.
-func (c *Coordinator) applyAll(ctx context.Context, cmds []fsm.Command) (int, error) {
+func (c *Coordinator) applyAll(ctx context.Context, t *term, cmds []fsm.Command) (int, error) {
 	for i, cmd := range cmds {
+		if tc, ok := cmd.(*fsm.TriggerCheckpoint); ok {
+			t.beginCheckpoint(tc.JobID, tc.ID)
+		}
 		if _, err := c.propose(ctx, cmd); err != nil {
 			return i, err
 		}
@@ -244,6 +495,10 @@ func (c *Coordinator) logDecision(cmd fsm.Command) {
 		c.log.Info("job waiting", "job", cmd.JobID, "message", cmd.Message)
 	case *fsm.FailJob:
 		c.log.Warn("job failed", "job", cmd.JobID, "message", cmd.Message)
+	case *fsm.TriggerCheckpoint:
+		c.log.Info("checkpoint triggered", "job", cmd.JobID, "attempt", cmd.Attempt, "checkpoint", cmd.ID, "savepoint", cmd.Savepoint)
+	case *fsm.CheckpointFailed:
+		c.log.Warn("checkpoint failed", "job", cmd.JobID, "checkpoint", cmd.ID, "reason", cmd.Reason)
 	}
 }
 

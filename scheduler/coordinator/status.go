@@ -1,6 +1,8 @@
 package coordinator
 
 import (
+	"time"
+
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
 	"github.com/eddy-stream/eddy/scheduler/fsm"
 )
@@ -77,8 +79,8 @@ func jobSummary(j *fsm.Job, idx reportIndex) *eddyv1.JobSummary {
 
 // jobStatus describes a job and the tasks of its current attempt: where
 // each runs (from the FSM) and how it does (from the latest heartbeat of
-// its worker).
-func jobStatus(j *fsm.Job, idx reportIndex) *eddyv1.JobStatusResponse {
+// its worker), and its recent checkpoints (now times the one in flight).
+func jobStatus(j *fsm.Job, idx reportIndex, now time.Time) *eddyv1.JobStatusResponse {
 	resp := &eddyv1.JobStatusResponse{Job: jobSummary(j, idx)}
 	for _, task := range j.Tasks {
 		ts := &eddyv1.TaskStatus{TaskId: task, WorkerId: j.Deployment[task]}
@@ -103,15 +105,7 @@ func jobStatus(j *fsm.Job, idx reportIndex) *eddyv1.JobStatusResponse {
 		}
 		resp.Tasks = append(resp.Tasks, ts)
 	}
-	for i := len(j.Checkpoints) - 1; i >= 0 && len(resp.Checkpoints) < maxCheckpointsShown; i-- {
-		c := j.Checkpoints[i]
-		resp.Checkpoints = append(resp.Checkpoints, &eddyv1.CheckpointInfo{
-			CheckpointId: c.ID,
-			Kind:         eddyv1.CheckpointKind_CHECKPOINT_KIND_CHECKPOINT,
-			State:        eddyv1.CheckpointState_CHECKPOINT_STATE_COMPLETED,
-			Path:         c.Location,
-		})
-	}
+	resp.Checkpoints = checkpointInfos(j, now, maxCheckpointsShown)
 	return resp
 }
 

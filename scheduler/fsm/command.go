@@ -29,6 +29,10 @@ const (
 	TypeFinishJob           CommandType = "finish_job"
 	TypeFailJob             CommandType = "fail_job"
 	TypeCancelJob           CommandType = "cancel_job"
+	TypeTriggerCheckpoint   CommandType = "trigger_checkpoint"
+	TypeCheckpointCompleted CommandType = "checkpoint_completed"
+	TypeCheckpointFailed    CommandType = "checkpoint_failed"
+	TypeCheckpointsDeleted  CommandType = "checkpoints_deleted"
 )
 
 // newCommand maps each known type to a constructor of its body; Decode
@@ -47,6 +51,10 @@ var newCommand = map[CommandType]func() Command{
 	TypeFinishJob:           func() Command { return &FinishJob{} },
 	TypeFailJob:             func() Command { return &FailJob{} },
 	TypeCancelJob:           func() Command { return &CancelJob{} },
+	TypeTriggerCheckpoint:   func() Command { return &TriggerCheckpoint{} },
+	TypeCheckpointCompleted: func() Command { return &CheckpointCompleted{} },
+	TypeCheckpointFailed:    func() Command { return &CheckpointFailed{} },
+	TypeCheckpointsDeleted:  func() Command { return &CheckpointsDeleted{} },
 }
 
 // Command is the body of one replicated command. The set is closed: only the
@@ -118,6 +126,14 @@ type SubmitJob struct {
 	Modules       []ModuleRef `json:"modules,omitempty"`
 	RequestID     string      `json:"request_id,omitempty"`
 	FromSavepoint string      `json:"from_savepoint,omitempty"`
+	// CheckpointSeq starts the job's checkpoint ids above the id of the
+	// savepoint it starts from, so that they keep increasing across the
+	// restore (sinks order what they staged by checkpoint id).
+	CheckpointSeq uint64 `json:"checkpoint_seq,omitempty"`
+	// CheckpointStorage is the URL of the job's checkpoint storage, fixed
+	// at submission (the spec's, or the leader's default then), so that a
+	// leader with another default does not lose the job's checkpoints.
+	CheckpointStorage string `json:"checkpoint_storage,omitempty"`
 }
 
 // PlaceJob deploys a waiting or restarting job: every task onto an alive
@@ -178,6 +194,59 @@ type CancelJob struct {
 	JobID  string `json:"job_id"`
 }
 
+// TriggerCheckpoint starts checkpoint ID of the running attempt of a job:
+// the job must be RUNNING as Attempt, have no checkpoint in flight, and ID
+// must be above every id the job used before (Job.CheckpointSeq). Apply
+// result: Job.
+type TriggerCheckpoint struct {
+	JobID     string `json:"job_id"`
+	Attempt   int    `json:"attempt"`
+	ID        uint64 `json:"id"`
+	Savepoint bool   `json:"savepoint,omitempty"`
+}
+
+// CheckpointCompleted records that the checkpoint in flight completed: every
+// task acknowledged and the leader wrote its checkpoint manifest at
+// Manifest (for a savepoint, the manifest of its self-contained copy).
+// Savepoint must match the trigger. A checkpoint joins Job.Checkpoints, of
+// which the job keeps the latest Retain: older ones move to
+// CheckpointsToDelete. A savepoint joins Job.Savepoints, and the
+// checkpoint files it was copied from move to CheckpointsToDelete. Apply
+// result: Job.
+type CheckpointCompleted struct {
+	JobID     string `json:"job_id"`
+	Attempt   int    `json:"attempt"`
+	ID        uint64 `json:"id"`
+	Savepoint bool   `json:"savepoint,omitempty"`
+	Manifest  string `json:"manifest"`
+	// Duration is from the trigger to the completion.
+	Duration        time.Duration `json:"duration,omitempty"`
+	FullSize        int64         `json:"full_size,omitempty"`
+	IncrementalSize int64         `json:"incremental_size,omitempty"`
+	// Retain is how many completed checkpoints the job keeps (at least 1;
+	// ignored for a savepoint).
+	Retain int `json:"retain,omitempty"`
+}
+
+// CheckpointFailed fails the checkpoint in flight with id ID (timed out,
+// its manifest could not be written, ...): it joins FailedCheckpoints and
+// its files move to CheckpointsToDelete. For a completed checkpoint or
+// savepoint it marks it bad instead (restoring from it failed): later
+// attempts restore from the one before. Apply result: Job.
+type CheckpointFailed struct {
+	JobID  string `json:"job_id"`
+	ID     uint64 `json:"id"`
+	Reason string `json:"reason"`
+}
+
+// CheckpointsDeleted records that the leader deleted the files of the
+// checkpoints IDs of Job.CheckpointsToDelete; ids not in the list are
+// ignored. Apply result: Job.
+type CheckpointsDeleted struct {
+	JobID string   `json:"job_id"`
+	IDs   []uint64 `json:"ids"`
+}
+
 func (*CreateTenant) Type() CommandType        { return TypeCreateTenant }
 func (*RegisterCoordinator) Type() CommandType { return TypeRegisterCoordinator }
 func (*RegisterModule) Type() CommandType      { return TypeRegisterModule }
@@ -191,6 +260,10 @@ func (*TaskFailed) Type() CommandType          { return TypeTaskFailed }
 func (*FinishJob) Type() CommandType           { return TypeFinishJob }
 func (*FailJob) Type() CommandType             { return TypeFailJob }
 func (*CancelJob) Type() CommandType           { return TypeCancelJob }
+func (*TriggerCheckpoint) Type() CommandType   { return TypeTriggerCheckpoint }
+func (*CheckpointCompleted) Type() CommandType { return TypeCheckpointCompleted }
+func (*CheckpointFailed) Type() CommandType    { return TypeCheckpointFailed }
+func (*CheckpointsDeleted) Type() CommandType  { return TypeCheckpointsDeleted }
 
 // envelope is the wire form of a command.
 type envelope struct {

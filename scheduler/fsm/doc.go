@@ -25,8 +25,21 @@
 // does, on the leader, and the result is committed with [PlaceJob]); it does
 // not detect dead workers (the leader watches heartbeats, which are not Raft
 // commands, and commits [WorkerDown]); it does not schedule restarts with
-// backoff or trigger checkpoints. It records what the leader decided, checks
-// the decision against the replicated state, and answers queries.
+// backoff or decide when to checkpoint. It records what the leader decided,
+// checks the decision against the replicated state, and answers queries.
+//
+// # Checkpoints
+//
+// A job has at most one checkpoint in flight ([TriggerCheckpoint], with an
+// id above every id the job used, across attempts), which ends completed
+// ([CheckpointCompleted]) or failed ([CheckpointFailed], or implicitly when
+// its attempt or the job ends). The job keeps the latest Retain completed
+// checkpoints and every savepoint; a checkpoint that stops being retained
+// (superseded, failed, or copied into a savepoint) moves to
+// Job.CheckpointsToDelete until the leader deleted its files
+// ([CheckpointsDeleted]). CheckpointFailed of a completed checkpoint marks
+// it bad: restoring from it failed, and [Job.LatestRestorable] skips it.
+// Checkpoint commands never change Job.Updated.
 //
 // # Formats
 //

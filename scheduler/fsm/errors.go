@@ -26,9 +26,13 @@ var (
 	ErrWorkerNotFound      = errors.New("fsm: worker not found")
 	ErrJobNotFound         = errors.New("fsm: job not found")
 	ErrCoordinatorNotFound = errors.New("fsm: coordinator not found")
+	// ErrCheckpointNotFound: a checkpoint id that is neither in flight nor
+	// among the job's completed checkpoints and savepoints.
+	ErrCheckpointNotFound = errors.New("fsm: checkpoint not found")
 
 	// ErrJobState: the command does not apply to the job in its current
-	// state (placing a running job, cancelling a finished one).
+	// state (placing a running job, cancelling a finished one, triggering a
+	// checkpoint while another is in flight).
 	ErrJobState = errors.New("fsm: command not valid in the job's state")
 	// ErrStaleAttempt: a report or decision about an attempt of a job other
 	// than its current one.

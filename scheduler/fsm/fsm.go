@@ -146,6 +146,14 @@ func (a *applier) apply(cmd Command) (any, error) {
 		return a.failJob(c)
 	case *CancelJob:
 		return a.cancelJob(c)
+	case *TriggerCheckpoint:
+		return a.triggerCheckpoint(c)
+	case *CheckpointCompleted:
+		return a.checkpointCompleted(c)
+	case *CheckpointFailed:
+		return a.checkpointFailed(c)
+	case *CheckpointsDeleted:
+		return a.checkpointsDeleted(c)
 	}
 	// Unreachable while newCommand and this switch agree; an error, not a
 	// panic, if they ever do not.
@@ -254,6 +262,7 @@ func (a *applier) restartJobsOn(worker, msg string) []string {
 }
 
 func (a *applier) restart(j *Job, msg string) {
+	a.failPending(j, fmt.Sprintf("attempt %d ended: %s", j.Attempt, msg))
 	j.State = JobRestarting
 	j.Restarts++
 	j.Message = clip(msg)
@@ -281,19 +290,21 @@ func (a *applier) submitJob(c *SubmitJob) (any, error) {
 	}
 	id := "job-" + strconv.FormatUint(a.index, 10)
 	j := &Job{
-		ID:            id,
-		Tenant:        c.Tenant,
-		Name:          c.Name,
-		Spec:          slices.Clone(c.Spec),
-		Modules:       slices.Clone(c.Modules),
-		RequestID:     c.RequestID,
-		FromSavepoint: c.FromSavepoint,
-		Tasks:         slices.Clone(c.Tasks),
-		State:         JobWaitingForSlots,
-		Message:       "waiting for placement",
-		SubmitIndex:   a.index,
-		Submitted:     a.at,
-		Updated:       a.at,
+		ID:                id,
+		Tenant:            c.Tenant,
+		Name:              c.Name,
+		Spec:              slices.Clone(c.Spec),
+		Modules:           slices.Clone(c.Modules),
+		RequestID:         c.RequestID,
+		FromSavepoint:     c.FromSavepoint,
+		CheckpointSeq:     c.CheckpointSeq,
+		CheckpointStorage: c.CheckpointStorage,
+		Tasks:             slices.Clone(c.Tasks),
+		State:             JobWaitingForSlots,
+		Message:           "waiting for placement",
+		SubmitIndex:       a.index,
+		Submitted:         a.at,
+		Updated:           a.at,
 	}
 	a.st.jobs[id] = j
 	return j.clone(), nil
@@ -398,6 +409,7 @@ func (a *applier) taskFinished(c *TaskFinished) (any, error) {
 	j.FinishedTasks = slices.Insert(j.FinishedTasks, i, c.TaskID)
 	j.Updated = a.at
 	if len(j.FinishedTasks) == len(j.Tasks) {
+		a.failPending(j, "job finished")
 		j.State = JobFinished
 		j.Message = ""
 	}
@@ -428,6 +440,7 @@ func (a *applier) finishJob(c *FinishJob) (any, error) {
 	if j.State != JobRunning {
 		return nil, fmt.Errorf("job %s finished: state %s: %w", j.ID, j.State, ErrJobState)
 	}
+	a.failPending(j, "job finished")
 	j.State = JobFinished
 	j.Message = ""
 	j.Updated = a.at
@@ -442,6 +455,7 @@ func (a *applier) failJob(c *FailJob) (any, error) {
 	if j.State.Terminal() {
 		return nil, fmt.Errorf("job %s failed: state %s: %w", j.ID, j.State, ErrJobState)
 	}
+	a.failPending(j, "job failed")
 	j.State = JobFailed
 	j.Message = clip(c.Message)
 	j.Updated = a.at
@@ -457,10 +471,131 @@ func (a *applier) cancelJob(c *CancelJob) (any, error) {
 	if j.State.Terminal() {
 		return nil, fmt.Errorf("cancel job %s: state %s: %w", j.ID, j.State, ErrJobState)
 	}
+	a.failPending(j, "job canceled")
 	j.State = JobCanceled
 	j.Message = "canceled"
 	j.Updated = a.at
 	return j.clone(), nil
+}
+
+func (a *applier) triggerCheckpoint(c *TriggerCheckpoint) (any, error) {
+	j, err := a.job(c.JobID)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case c.Attempt != j.Attempt:
+		return nil, fmt.Errorf("job %s checkpoint %d: attempt %d, current is %d: %w", j.ID, c.ID, c.Attempt, j.Attempt, ErrStaleAttempt)
+	case j.State != JobRunning:
+		return nil, fmt.Errorf("job %s checkpoint %d: state %s: %w", j.ID, c.ID, j.State, ErrJobState)
+	case j.PendingCheckpoint != nil:
+		return nil, fmt.Errorf("job %s checkpoint %d: checkpoint %d in flight: %w", j.ID, c.ID, j.PendingCheckpoint.ID, ErrJobState)
+	case c.ID <= j.CheckpointSeq:
+		return nil, fmt.Errorf("job %s checkpoint %d: ids must increase, the last was %d: %w", j.ID, c.ID, j.CheckpointSeq, ErrJobState)
+	}
+	j.CheckpointSeq = c.ID
+	j.PendingCheckpoint = &Checkpoint{ID: c.ID, Attempt: c.Attempt, Savepoint: c.Savepoint, Triggered: a.at}
+	// Checkpoint commands leave Job.Updated alone: it times restart backoffs
+	// and dates the end of terminal jobs.
+	return j.clone(), nil
+}
+
+func (a *applier) checkpointCompleted(c *CheckpointCompleted) (any, error) {
+	j, err := a.job(c.JobID)
+	if err != nil {
+		return nil, err
+	}
+	p := j.PendingCheckpoint
+	switch {
+	case p == nil || p.ID != c.ID:
+		return nil, fmt.Errorf("job %s checkpoint %d completed: not in flight: %w", j.ID, c.ID, ErrCheckpointNotFound)
+	case c.Attempt != p.Attempt:
+		return nil, fmt.Errorf("job %s checkpoint %d completed: attempt %d, triggered in %d: %w", j.ID, c.ID, c.Attempt, p.Attempt, ErrStaleAttempt)
+	case c.Savepoint != p.Savepoint:
+		return nil, fmt.Errorf("job %s checkpoint %d completed: savepoint %v, triggered as %v: %w", j.ID, c.ID, c.Savepoint, p.Savepoint, ErrMalformed)
+	}
+	done := *p
+	done.Location = c.Manifest
+	done.Completed = a.at
+	done.Duration = c.Duration
+	done.FullSize = c.FullSize
+	done.IncrementalSize = c.IncrementalSize
+	j.PendingCheckpoint = nil
+	j.CheckpointEnded = a.at
+	if done.Savepoint {
+		// The savepoint is a self-contained copy: the files it was copied
+		// from are not needed for it.
+		j.Savepoints = append(j.Savepoints, done)
+		j.CheckpointsToDelete = insertID(j.CheckpointsToDelete, done.ID)
+		return j.clone(), nil
+	}
+	j.Checkpoints = append(j.Checkpoints, done)
+	for len(j.Checkpoints) > c.Retain {
+		j.CheckpointsToDelete = insertID(j.CheckpointsToDelete, j.Checkpoints[0].ID)
+		j.Checkpoints = slices.Delete(j.Checkpoints, 0, 1)
+	}
+	return j.clone(), nil
+}
+
+func (a *applier) checkpointFailed(c *CheckpointFailed) (any, error) {
+	j, err := a.job(c.JobID)
+	if err != nil {
+		return nil, err
+	}
+	if p := j.PendingCheckpoint; p != nil && p.ID == c.ID {
+		a.failPending(j, c.Reason)
+		return j.clone(), nil
+	}
+	for _, list := range [][]Checkpoint{j.Checkpoints, j.Savepoints} {
+		for i := range list {
+			if list[i].ID == c.ID {
+				if list[i].Bad == "" {
+					list[i].Bad = clip(c.Reason)
+				}
+				return j.clone(), nil
+			}
+		}
+	}
+	return nil, fmt.Errorf("job %s checkpoint %d failed: neither in flight nor completed: %w", j.ID, c.ID, ErrCheckpointNotFound)
+}
+
+func (a *applier) checkpointsDeleted(c *CheckpointsDeleted) (any, error) {
+	j, err := a.job(c.JobID)
+	if err != nil {
+		return nil, err
+	}
+	j.CheckpointsToDelete = slices.DeleteFunc(j.CheckpointsToDelete, func(id uint64) bool { return slices.Contains(c.IDs, id) })
+	if len(j.CheckpointsToDelete) == 0 {
+		j.CheckpointsToDelete = nil
+	}
+	return j.clone(), nil
+}
+
+// failPending ends the job's checkpoint in flight, if any, as failed.
+func (a *applier) failPending(j *Job, reason string) {
+	p := j.PendingCheckpoint
+	if p == nil {
+		return
+	}
+	failed := *p
+	failed.Completed = a.at
+	failed.Error = clip(reason)
+	j.FailedCheckpoints = append(j.FailedCheckpoints, failed)
+	if n := len(j.FailedCheckpoints); n > MaxFailedCheckpoints {
+		j.FailedCheckpoints = slices.Delete(j.FailedCheckpoints, 0, n-MaxFailedCheckpoints)
+	}
+	j.CheckpointsToDelete = insertID(j.CheckpointsToDelete, p.ID)
+	j.PendingCheckpoint = nil
+	j.CheckpointEnded = a.at
+}
+
+// insertID adds id to a sorted list of ids, once.
+func insertID(ids []uint64, id uint64) []uint64 {
+	i, found := slices.BinarySearch(ids, id)
+	if found {
+		return ids
+	}
+	return slices.Insert(ids, i, id)
 }
 
 // usedSlots counts, per worker, the unfinished tasks of running jobs.

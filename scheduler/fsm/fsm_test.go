@@ -735,6 +735,13 @@ func TestEncodeRefusesInvalidCommands(t *testing.T) {
 		{"attempt zero", &TaskFinished{JobID: "job-1", TaskID: "a"}, t0},
 		{"empty deployment", &PlaceJob{JobID: "job-1", Attempt: 1}, t0},
 		{"control character in id", &WorkerDown{ID: "w\n1"}, t0},
+		{"checkpoint id zero", &TriggerCheckpoint{JobID: "job-1", Attempt: 1}, t0},
+		{"checkpoint attempt zero", &TriggerCheckpoint{JobID: "job-1", ID: 1}, t0},
+		{"completed without manifest", &CheckpointCompleted{JobID: "job-1", Attempt: 1, ID: 1, Retain: 1}, t0},
+		{"completed without retain", &CheckpointCompleted{JobID: "job-1", Attempt: 1, ID: 1, Manifest: "m"}, t0},
+		{"completed with a negative size", &CheckpointCompleted{JobID: "job-1", Attempt: 1, ID: 1, Manifest: "m", Retain: 1, FullSize: -1}, t0},
+		{"failed checkpoint id zero", &CheckpointFailed{JobID: "job-1", Reason: "x"}, t0},
+		{"no ids deleted", &CheckpointsDeleted{JobID: "job-1"}, t0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

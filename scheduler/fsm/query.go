@@ -156,3 +156,16 @@ func (f *FSM) Job(tenant, id string) (Job, error) {
 	}
 	return j.clone(), nil
 }
+
+// FindJob returns a job of any tenant: for the leader's loops and the
+// worker-facing calls, which name jobs by id alone, not for answering a
+// tenant.
+func (f *FSM) FindJob(id string) (Job, error) {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	j, ok := f.st.jobs[id]
+	if !ok {
+		return Job{}, fmt.Errorf("job %s: %w", id, ErrJobNotFound)
+	}
+	return j.clone(), nil
+}

@@ -223,7 +223,40 @@ func unmarshalState(data []byte) (*state, error) {
 		if !slices.IsSorted(j.FinishedTasks) {
 			return nil, corrupt("job %s: finished tasks not sorted", j.ID)
 		}
+		if err := checkCheckpoints(&j); err != nil {
+			return nil, corrupt("job %s: %v", j.ID, err)
+		}
 		st.jobs[j.ID] = &j
 	}
 	return st, nil
+}
+
+// checkCheckpoints checks the invariants of a job's checkpoint records:
+// every id used is at most CheckpointSeq, and the ids to delete are sorted
+// and distinct.
+func checkCheckpoints(j *Job) error {
+	check := func(what string, c Checkpoint) error {
+		if c.ID == 0 || c.ID > j.CheckpointSeq {
+			return fmt.Errorf("%s %d beyond the last id %d", what, c.ID, j.CheckpointSeq)
+		}
+		return nil
+	}
+	if p := j.PendingCheckpoint; p != nil {
+		if err := check("checkpoint in flight", *p); err != nil {
+			return err
+		}
+	}
+	for _, list := range [][]Checkpoint{j.Checkpoints, j.Savepoints, j.FailedCheckpoints} {
+		for _, c := range list {
+			if err := check("checkpoint", c); err != nil {
+				return err
+			}
+		}
+	}
+	for i, id := range j.CheckpointsToDelete {
+		if i > 0 && id <= j.CheckpointsToDelete[i-1] {
+			return fmt.Errorf("checkpoints to delete not sorted")
+		}
+	}
+	return nil
 }

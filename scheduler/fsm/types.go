@@ -154,27 +154,91 @@ type Job struct {
 	Submitted   time.Time `json:"submitted"`
 	Updated     time.Time `json:"updated"`
 
-	// Checkpoints and Savepoints hold the completed snapshots of the job's
-	// state, oldest first. Their shape is provisional: the checkpointing work
-	// fills them in.
+	// CheckpointStorage is the URL of the job's checkpoint storage, fixed at
+	// submission; empty for jobs submitted before it was recorded (the
+	// leader's default applies).
+	CheckpointStorage string `json:"checkpoint_storage,omitempty"`
+	// Checkpoints are the job's retained completed checkpoints, oldest
+	// first (at most the Retain of the latest CheckpointCompleted);
+	// Savepoints its completed savepoints, oldest first, all kept. The
+	// latest of either that is not Bad is what the next attempt restores
+	// from.
 	Checkpoints []Checkpoint `json:"checkpoints,omitempty"`
-	Savepoints  []Savepoint  `json:"savepoints,omitempty"`
+	Savepoints  []Checkpoint `json:"savepoints,omitempty"`
+	// CheckpointSeq is the id of the last checkpoint triggered: ids
+	// increase per job, across attempts and leaders.
+	CheckpointSeq uint64 `json:"checkpoint_seq,omitempty"`
+	// PendingCheckpoint is the checkpoint in flight (at most one), if any.
+	PendingCheckpoint *Checkpoint `json:"pending_checkpoint,omitempty"`
+	// FailedCheckpoints are the most recent failed checkpoints, oldest
+	// first, at most MaxFailedCheckpoints: for the job's status.
+	FailedCheckpoints []Checkpoint `json:"failed_checkpoints,omitempty"`
+	// CheckpointEnded is when the last checkpoint completed or failed: the
+	// minimum pause counts from it.
+	CheckpointEnded time.Time `json:"checkpoint_ended,omitzero"`
+	// CheckpointsToDelete are the ids of checkpoints no longer retained
+	// (superseded, failed, or copied into a savepoint) whose files the
+	// leader still has to delete; it clears them with CheckpointsDeleted.
+	CheckpointsToDelete []uint64 `json:"checkpoints_to_delete,omitempty"`
 }
 
-// Checkpoint is a completed checkpoint of a job.
+// MaxFailedCheckpoints bounds Job.FailedCheckpoints.
+const MaxFailedCheckpoints = 10
+
+// Checkpoint is a checkpoint or savepoint of a job: in flight, completed or
+// failed.
 type Checkpoint struct {
 	ID      uint64 `json:"id"`
 	Attempt int    `json:"attempt"`
-	// Location is the checkpoint's manifest in checkpoint storage.
-	Location  string    `json:"location"`
-	Completed time.Time `json:"completed"`
+	// Savepoint: a user-triggered savepoint, not a periodic checkpoint.
+	Savepoint bool `json:"savepoint,omitempty"`
+	// Location is the key of the checkpoint manifest in the job's
+	// checkpoint storage (for a savepoint, the one in its self-contained
+	// copy); set once completed.
+	Location  string    `json:"location,omitempty"`
+	Triggered time.Time `json:"triggered,omitzero"`
+	// Completed is when it completed or failed.
+	Completed time.Time     `json:"completed,omitzero"`
+	Duration  time.Duration `json:"duration,omitempty"`
+	// FullSize is the bytes of state the checkpoint references;
+	// IncrementalSize the bytes uploaded for it.
+	FullSize        int64 `json:"full_size,omitempty"`
+	IncrementalSize int64 `json:"incremental_size,omitempty"`
+	// Error says why a failed checkpoint failed.
+	Error string `json:"error,omitempty"`
+	// Bad says why restoring from a completed checkpoint failed: it is not
+	// restored from again.
+	Bad string `json:"bad,omitempty"`
 }
 
-// Savepoint is a completed, user-triggered savepoint of a job.
-type Savepoint struct {
-	ID        string    `json:"id"`
-	Location  string    `json:"location"`
-	Completed time.Time `json:"completed"`
+// LatestRestorable returns the completed checkpoint or savepoint with the
+// highest id that is not bad.
+func (j *Job) LatestRestorable() (Checkpoint, bool) {
+	var best Checkpoint
+	found := false
+	for _, list := range [][]Checkpoint{j.Checkpoints, j.Savepoints} {
+		for _, c := range list {
+			if c.Bad == "" && (!found || c.ID > best.ID) {
+				best, found = c, true
+			}
+		}
+	}
+	return best, found
+}
+
+// LatestCompleted returns the completed checkpoint or savepoint with the
+// highest id, bad or not.
+func (j *Job) LatestCompleted() (Checkpoint, bool) {
+	var best Checkpoint
+	found := false
+	for _, list := range [][]Checkpoint{j.Checkpoints, j.Savepoints} {
+		for _, c := range list {
+			if !found || c.ID > best.ID {
+				best, found = c, true
+			}
+		}
+	}
+	return best, found
 }
 
 func (j *Job) clone() Job {
@@ -186,6 +250,12 @@ func (j *Job) clone() Job {
 	c.FinishedTasks = slices.Clone(j.FinishedTasks)
 	c.Checkpoints = slices.Clone(j.Checkpoints)
 	c.Savepoints = slices.Clone(j.Savepoints)
+	if j.PendingCheckpoint != nil {
+		p := *j.PendingCheckpoint
+		c.PendingCheckpoint = &p
+	}
+	c.FailedCheckpoints = slices.Clone(j.FailedCheckpoints)
+	c.CheckpointsToDelete = slices.Clone(j.CheckpointsToDelete)
 	return c
 }
 

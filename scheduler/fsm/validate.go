@@ -179,6 +179,9 @@ func (c *SubmitJob) validate() error {
 			return fmt.Errorf("job %q: %w", c.Name, err)
 		}
 	}
+	if len(c.CheckpointStorage) > maxMessageLen || len(c.FromSavepoint) > maxMessageLen {
+		return fmt.Errorf("job %q: checkpoint storage or savepoint of more than %d bytes: %w", c.Name, maxMessageLen, ErrMalformed)
+	}
 	return nil
 }
 
@@ -231,4 +234,59 @@ func (c *CancelJob) validate() error {
 		return err
 	}
 	return checkID("job", c.JobID)
+}
+
+func checkCheckpointID(job string, id uint64) error {
+	if id == 0 {
+		return fmt.Errorf("job %s: checkpoint id 0: %w", job, ErrMalformed)
+	}
+	return nil
+}
+
+func (c *TriggerCheckpoint) validate() error {
+	if err := checkID("job", c.JobID); err != nil {
+		return err
+	}
+	if err := checkAttempt(c.Attempt); err != nil {
+		return fmt.Errorf("job %s: %w", c.JobID, err)
+	}
+	return checkCheckpointID(c.JobID, c.ID)
+}
+
+func (c *CheckpointCompleted) validate() error {
+	if err := checkID("job", c.JobID); err != nil {
+		return err
+	}
+	if err := checkAttempt(c.Attempt); err != nil {
+		return fmt.Errorf("job %s: %w", c.JobID, err)
+	}
+	if err := checkCheckpointID(c.JobID, c.ID); err != nil {
+		return err
+	}
+	switch {
+	case c.Manifest == "" || len(c.Manifest) > maxMessageLen:
+		return fmt.Errorf("job %s checkpoint %d: manifest key of %d bytes: %w", c.JobID, c.ID, len(c.Manifest), ErrMalformed)
+	case c.Duration < 0 || c.FullSize < 0 || c.IncrementalSize < 0:
+		return fmt.Errorf("job %s checkpoint %d: negative duration or size: %w", c.JobID, c.ID, ErrMalformed)
+	case !c.Savepoint && c.Retain < 1:
+		return fmt.Errorf("job %s checkpoint %d: retain %d, want at least 1: %w", c.JobID, c.ID, c.Retain, ErrMalformed)
+	}
+	return nil
+}
+
+func (c *CheckpointFailed) validate() error {
+	if err := checkID("job", c.JobID); err != nil {
+		return err
+	}
+	return checkCheckpointID(c.JobID, c.ID)
+}
+
+func (c *CheckpointsDeleted) validate() error {
+	if err := checkID("job", c.JobID); err != nil {
+		return err
+	}
+	if len(c.IDs) == 0 {
+		return fmt.Errorf("job %s: no checkpoint ids: %w", c.JobID, ErrMalformed)
+	}
+	return nil
 }

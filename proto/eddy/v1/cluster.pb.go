@@ -547,11 +547,24 @@ type Deployment struct {
 	// Every task of the attempt, on this worker and on others, so that each
 	// task can open its channels.
 	Placements []*TaskPlacement `protobuf:"bytes,7,rep,name=placements,proto3" json:"placements,omitempty"`
-	// Checkpoint or savepoint to restore state and source positions from;
-	// empty: start from empty state.
-	RestoreFrom   string `protobuf:"bytes,8,opt,name=restore_from,json=restoreFrom,proto3" json:"restore_from,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// Checkpoint or savepoint to restore state and source positions from:
+	// the key of its checkpoint manifest in checkpoint_storage (see
+	// docs/rfcs/2026-11-30-checkpoints.md); empty: start from empty state.
+	//
+	// When restoring fails because the checkpoint cannot be read, the task
+	// fails with an error that contains "restore checkpoint N: " (N the
+	// checkpoint id of the manifest): the leader then marks checkpoint N bad
+	// and the next attempt restores from the previous one.
+	RestoreFrom string `protobuf:"bytes,8,opt,name=restore_from,json=restoreFrom,proto3" json:"restore_from,omitempty"`
+	// URL of the job's checkpoint storage (file:///dir or
+	// s3://bucket/prefix; credentials from the worker's EDDY_S3_*
+	// environment): the job spec's checkpoint.storage, or the coordinator's
+	// default. Set for every job, checkpointed or not, since a savepoint may
+	// be taken of any running job. Task and checkpoint manifests and state
+	// files of the job live under tenants/<tenant>/jobs/<job_id>/ in it.
+	CheckpointStorage string `protobuf:"bytes,9,opt,name=checkpoint_storage,json=checkpointStorage,proto3" json:"checkpoint_storage,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
 }
 
 func (x *Deployment) Reset() {
@@ -640,6 +653,151 @@ func (x *Deployment) GetRestoreFrom() string {
 	return ""
 }
 
+func (x *Deployment) GetCheckpointStorage() string {
+	if x != nil {
+		return x.CheckpointStorage
+	}
+	return ""
+}
+
+// CheckpointTrigger asks the worker to start a checkpoint of a job attempt
+// in the source tasks of its deployment. It is repeated in every heartbeat
+// answer while the checkpoint is in flight: the worker triggers each id
+// once.
+type CheckpointTrigger struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	JobId   string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Attempt uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// Increases per job, across attempts.
+	CheckpointId  uint64         `protobuf:"varint,3,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	Kind          CheckpointKind `protobuf:"varint,4,opt,name=kind,proto3,enum=eddy.v1.CheckpointKind" json:"kind,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointTrigger) Reset() {
+	*x = CheckpointTrigger{}
+	mi := &file_eddy_v1_cluster_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointTrigger) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointTrigger) ProtoMessage() {}
+
+func (x *CheckpointTrigger) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_cluster_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointTrigger.ProtoReflect.Descriptor instead.
+func (*CheckpointTrigger) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *CheckpointTrigger) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *CheckpointTrigger) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *CheckpointTrigger) GetCheckpointId() uint64 {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return 0
+}
+
+func (x *CheckpointTrigger) GetKind() CheckpointKind {
+	if x != nil {
+		return x.Kind
+	}
+	return CheckpointKind_CHECKPOINT_KIND_UNSPECIFIED
+}
+
+// CheckpointCompletion tells the worker that a checkpoint of a job attempt
+// is committed: its sinks publish what they staged up to checkpoint_id
+// (two-phase commit). Only the latest completed checkpoint of the current
+// attempt is listed, in every heartbeat answer; completing id implies every
+// smaller id, and the worker completes each id once.
+type CheckpointCompletion struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	JobId         string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Attempt       uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	CheckpointId  uint64                 `protobuf:"varint,3,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CheckpointCompletion) Reset() {
+	*x = CheckpointCompletion{}
+	mi := &file_eddy_v1_cluster_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CheckpointCompletion) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CheckpointCompletion) ProtoMessage() {}
+
+func (x *CheckpointCompletion) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_cluster_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CheckpointCompletion.ProtoReflect.Descriptor instead.
+func (*CheckpointCompletion) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *CheckpointCompletion) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *CheckpointCompletion) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *CheckpointCompletion) GetCheckpointId() uint64 {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return 0
+}
+
 type HeartbeatResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Deployments to start. Tasks the worker already has (in any state) are
@@ -655,13 +813,18 @@ type HeartbeatResponse struct {
 	Released []*TaskRef `protobuf:"bytes,4,rep,name=released,proto3" json:"released,omitempty"`
 	// The interval to use from now on (unchanged when 0).
 	HeartbeatIntervalMs int64 `protobuf:"varint,5,opt,name=heartbeat_interval_ms,json=heartbeatIntervalMs,proto3" json:"heartbeat_interval_ms,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Checkpoints in flight of the job attempts the worker runs tasks of.
+	TriggerCheckpoints []*CheckpointTrigger `protobuf:"bytes,6,rep,name=trigger_checkpoints,json=triggerCheckpoints,proto3" json:"trigger_checkpoints,omitempty"`
+	// The latest completed checkpoint of each job attempt the worker runs
+	// tasks of.
+	CompletedCheckpoints []*CheckpointCompletion `protobuf:"bytes,7,rep,name=completed_checkpoints,json=completedCheckpoints,proto3" json:"completed_checkpoints,omitempty"`
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[8]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -673,7 +836,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[8]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -686,7 +849,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{8}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *HeartbeatResponse) GetDeployments() []*Deployment {
@@ -722,6 +885,201 @@ func (x *HeartbeatResponse) GetHeartbeatIntervalMs() int64 {
 		return x.HeartbeatIntervalMs
 	}
 	return 0
+}
+
+func (x *HeartbeatResponse) GetTriggerCheckpoints() []*CheckpointTrigger {
+	if x != nil {
+		return x.TriggerCheckpoints
+	}
+	return nil
+}
+
+func (x *HeartbeatResponse) GetCompletedCheckpoints() []*CheckpointCompletion {
+	if x != nil {
+		return x.CompletedCheckpoints
+	}
+	return nil
+}
+
+type AckCheckpointRequest struct {
+	state        protoimpl.MessageState `protogen:"open.v1"`
+	JobId        string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Attempt      uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	CheckpointId uint64                 `protobuf:"varint,3,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	TaskId       string                 `protobuf:"bytes,4,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
+	// Key of the task manifest in the job's checkpoint storage
+	// (tenants/<tenant>/jobs/<job>/chk/<id>/<task>.json).
+	ManifestKey string `protobuf:"bytes,5,opt,name=manifest_key,json=manifestKey,proto3" json:"manifest_key,omitempty"`
+	// Bytes of state the task's snapshot references, and bytes it uploaded
+	// for this checkpoint (new files only).
+	FullSizeBytes        uint64 `protobuf:"varint,6,opt,name=full_size_bytes,json=fullSizeBytes,proto3" json:"full_size_bytes,omitempty"`
+	IncrementalSizeBytes uint64 `protobuf:"varint,7,opt,name=incremental_size_bytes,json=incrementalSizeBytes,proto3" json:"incremental_size_bytes,omitempty"`
+	// How long the task took from the barrier (or trigger) to the
+	// acknowledgement.
+	DurationMs int64 `protobuf:"varint,8,opt,name=duration_ms,json=durationMs,proto3" json:"duration_ms,omitempty"`
+	// The worker sending it, for the leader's logs.
+	WorkerId string `protobuf:"bytes,9,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	// When set, the task declines the checkpoint instead of acknowledging it
+	// (its deployment does not checkpoint, or its snapshot failed): the
+	// leader fails the checkpoint at once with this reason, and the job keeps
+	// running. manifest_key and the sizes are then empty.
+	DeclineReason string `protobuf:"bytes,10,opt,name=decline_reason,json=declineReason,proto3" json:"decline_reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AckCheckpointRequest) Reset() {
+	*x = AckCheckpointRequest{}
+	mi := &file_eddy_v1_cluster_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AckCheckpointRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AckCheckpointRequest) ProtoMessage() {}
+
+func (x *AckCheckpointRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_cluster_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AckCheckpointRequest.ProtoReflect.Descriptor instead.
+func (*AckCheckpointRequest) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *AckCheckpointRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *AckCheckpointRequest) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *AckCheckpointRequest) GetCheckpointId() uint64 {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return 0
+}
+
+func (x *AckCheckpointRequest) GetTaskId() string {
+	if x != nil {
+		return x.TaskId
+	}
+	return ""
+}
+
+func (x *AckCheckpointRequest) GetManifestKey() string {
+	if x != nil {
+		return x.ManifestKey
+	}
+	return ""
+}
+
+func (x *AckCheckpointRequest) GetFullSizeBytes() uint64 {
+	if x != nil {
+		return x.FullSizeBytes
+	}
+	return 0
+}
+
+func (x *AckCheckpointRequest) GetIncrementalSizeBytes() uint64 {
+	if x != nil {
+		return x.IncrementalSizeBytes
+	}
+	return 0
+}
+
+func (x *AckCheckpointRequest) GetDurationMs() int64 {
+	if x != nil {
+		return x.DurationMs
+	}
+	return 0
+}
+
+func (x *AckCheckpointRequest) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *AckCheckpointRequest) GetDeclineReason() string {
+	if x != nil {
+		return x.DeclineReason
+	}
+	return ""
+}
+
+type AckCheckpointResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// False when the leader does not need the acknowledgement (see
+	// AckCheckpoint); reason says why.
+	Accepted      bool   `protobuf:"varint,1,opt,name=accepted,proto3" json:"accepted,omitempty"`
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AckCheckpointResponse) Reset() {
+	*x = AckCheckpointResponse{}
+	mi := &file_eddy_v1_cluster_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AckCheckpointResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AckCheckpointResponse) ProtoMessage() {}
+
+func (x *AckCheckpointResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_cluster_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AckCheckpointResponse.ProtoReflect.Descriptor instead.
+func (*AckCheckpointResponse) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *AckCheckpointResponse) GetAccepted() bool {
+	if x != nil {
+		return x.Accepted
+	}
+	return false
+}
+
+func (x *AckCheckpointResponse) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
 }
 
 var File_eddy_v1_cluster_proto protoreflect.FileDescriptor
@@ -766,7 +1124,7 @@ const file_eddy_v1_cluster_proto_rawDesc = "" +
 	"\x05chain\x18\x02 \x01(\tR\x05chain\x12\x18\n" +
 	"\asubtask\x18\x03 \x01(\rR\asubtask\x12\x1b\n" +
 	"\tworker_id\x18\x04 \x01(\tR\bworkerId\x12!\n" +
-	"\fdata_address\x18\x05 \x01(\tR\vdataAddress\"\x96\x02\n" +
+	"\fdata_address\x18\x05 \x01(\tR\vdataAddress\"\xc5\x02\n" +
 	"\n" +
 	"Deployment\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
@@ -778,17 +1136,46 @@ const file_eddy_v1_cluster_proto_rawDesc = "" +
 	"\n" +
 	"placements\x18\a \x03(\v2\x16.eddy.v1.TaskPlacementR\n" +
 	"placements\x12!\n" +
-	"\frestore_from\x18\b \x01(\tR\vrestoreFrom\"\x82\x02\n" +
+	"\frestore_from\x18\b \x01(\tR\vrestoreFrom\x12-\n" +
+	"\x12checkpoint_storage\x18\t \x01(\tR\x11checkpointStorage\"\x96\x01\n" +
+	"\x11CheckpointTrigger\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\rR\aattempt\x12#\n" +
+	"\rcheckpoint_id\x18\x03 \x01(\x04R\fcheckpointId\x12+\n" +
+	"\x04kind\x18\x04 \x01(\x0e2\x17.eddy.v1.CheckpointKindR\x04kind\"l\n" +
+	"\x14CheckpointCompletion\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\rR\aattempt\x12#\n" +
+	"\rcheckpoint_id\x18\x03 \x01(\x04R\fcheckpointId\"\xa3\x03\n" +
 	"\x11HeartbeatResponse\x125\n" +
 	"\vdeployments\x18\x01 \x03(\v2\x13.eddy.v1.DeploymentR\vdeployments\x123\n" +
 	"\fcancel_tasks\x18\x02 \x03(\v2\x10.eddy.v1.TaskRefR\vcancelTasks\x12\x1f\n" +
 	"\vcancel_jobs\x18\x03 \x03(\tR\n" +
 	"cancelJobs\x12,\n" +
 	"\breleased\x18\x04 \x03(\v2\x10.eddy.v1.TaskRefR\breleased\x122\n" +
-	"\x15heartbeat_interval_ms\x18\x05 \x01(\x03R\x13heartbeatIntervalMs2\xa0\x01\n" +
+	"\x15heartbeat_interval_ms\x18\x05 \x01(\x03R\x13heartbeatIntervalMs\x12K\n" +
+	"\x13trigger_checkpoints\x18\x06 \x03(\v2\x1a.eddy.v1.CheckpointTriggerR\x12triggerCheckpoints\x12R\n" +
+	"\x15completed_checkpoints\x18\a \x03(\v2\x1d.eddy.v1.CheckpointCompletionR\x14completedCheckpoints\"\xeb\x02\n" +
+	"\x14AckCheckpointRequest\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\rR\aattempt\x12#\n" +
+	"\rcheckpoint_id\x18\x03 \x01(\x04R\fcheckpointId\x12\x17\n" +
+	"\atask_id\x18\x04 \x01(\tR\x06taskId\x12!\n" +
+	"\fmanifest_key\x18\x05 \x01(\tR\vmanifestKey\x12&\n" +
+	"\x0ffull_size_bytes\x18\x06 \x01(\x04R\rfullSizeBytes\x124\n" +
+	"\x16incremental_size_bytes\x18\a \x01(\x04R\x14incrementalSizeBytes\x12\x1f\n" +
+	"\vduration_ms\x18\b \x01(\x03R\n" +
+	"durationMs\x12\x1b\n" +
+	"\tworker_id\x18\t \x01(\tR\bworkerId\x12%\n" +
+	"\x0edecline_reason\x18\n" +
+	" \x01(\tR\rdeclineReason\"K\n" +
+	"\x15AckCheckpointResponse\x12\x1a\n" +
+	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason2\xf0\x01\n" +
 	"\aCluster\x12Q\n" +
 	"\x0eRegisterWorker\x12\x1e.eddy.v1.RegisterWorkerRequest\x1a\x1f.eddy.v1.RegisterWorkerResponse\x12B\n" +
-	"\tHeartbeat\x12\x19.eddy.v1.HeartbeatRequest\x1a\x1a.eddy.v1.HeartbeatResponseB2Z0github.com/eddy-stream/eddy/proto/eddy/v1;eddyv1b\x06proto3"
+	"\tHeartbeat\x12\x19.eddy.v1.HeartbeatRequest\x1a\x1a.eddy.v1.HeartbeatResponse\x12N\n" +
+	"\rAckCheckpoint\x12\x1d.eddy.v1.AckCheckpointRequest\x1a\x1e.eddy.v1.AckCheckpointResponseB2Z0github.com/eddy-stream/eddy/proto/eddy/v1;eddyv1b\x06proto3"
 
 var (
 	file_eddy_v1_cluster_proto_rawDescOnce sync.Once
@@ -802,7 +1189,7 @@ func file_eddy_v1_cluster_proto_rawDescGZIP() []byte {
 	return file_eddy_v1_cluster_proto_rawDescData
 }
 
-var file_eddy_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 9)
+var file_eddy_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_eddy_v1_cluster_proto_goTypes = []any{
 	(*RegisterWorkerRequest)(nil),  // 0: eddy.v1.RegisterWorkerRequest
 	(*RegisterWorkerResponse)(nil), // 1: eddy.v1.RegisterWorkerResponse
@@ -812,29 +1199,39 @@ var file_eddy_v1_cluster_proto_goTypes = []any{
 	(*ModuleRef)(nil),              // 5: eddy.v1.ModuleRef
 	(*TaskPlacement)(nil),          // 6: eddy.v1.TaskPlacement
 	(*Deployment)(nil),             // 7: eddy.v1.Deployment
-	(*HeartbeatResponse)(nil),      // 8: eddy.v1.HeartbeatResponse
-	(TaskState)(0),                 // 9: eddy.v1.TaskState
-	(*TaskMetrics)(nil),            // 10: eddy.v1.TaskMetrics
+	(*CheckpointTrigger)(nil),      // 8: eddy.v1.CheckpointTrigger
+	(*CheckpointCompletion)(nil),   // 9: eddy.v1.CheckpointCompletion
+	(*HeartbeatResponse)(nil),      // 10: eddy.v1.HeartbeatResponse
+	(*AckCheckpointRequest)(nil),   // 11: eddy.v1.AckCheckpointRequest
+	(*AckCheckpointResponse)(nil),  // 12: eddy.v1.AckCheckpointResponse
+	(TaskState)(0),                 // 13: eddy.v1.TaskState
+	(*TaskMetrics)(nil),            // 14: eddy.v1.TaskMetrics
+	(CheckpointKind)(0),            // 15: eddy.v1.CheckpointKind
 }
 var file_eddy_v1_cluster_proto_depIdxs = []int32{
 	2,  // 0: eddy.v1.TaskReport.task:type_name -> eddy.v1.TaskRef
-	9,  // 1: eddy.v1.TaskReport.state:type_name -> eddy.v1.TaskState
-	10, // 2: eddy.v1.TaskReport.metrics:type_name -> eddy.v1.TaskMetrics
+	13, // 1: eddy.v1.TaskReport.state:type_name -> eddy.v1.TaskState
+	14, // 2: eddy.v1.TaskReport.metrics:type_name -> eddy.v1.TaskMetrics
 	3,  // 3: eddy.v1.HeartbeatRequest.tasks:type_name -> eddy.v1.TaskReport
 	5,  // 4: eddy.v1.Deployment.modules:type_name -> eddy.v1.ModuleRef
 	6,  // 5: eddy.v1.Deployment.placements:type_name -> eddy.v1.TaskPlacement
-	7,  // 6: eddy.v1.HeartbeatResponse.deployments:type_name -> eddy.v1.Deployment
-	2,  // 7: eddy.v1.HeartbeatResponse.cancel_tasks:type_name -> eddy.v1.TaskRef
-	2,  // 8: eddy.v1.HeartbeatResponse.released:type_name -> eddy.v1.TaskRef
-	0,  // 9: eddy.v1.Cluster.RegisterWorker:input_type -> eddy.v1.RegisterWorkerRequest
-	4,  // 10: eddy.v1.Cluster.Heartbeat:input_type -> eddy.v1.HeartbeatRequest
-	1,  // 11: eddy.v1.Cluster.RegisterWorker:output_type -> eddy.v1.RegisterWorkerResponse
-	8,  // 12: eddy.v1.Cluster.Heartbeat:output_type -> eddy.v1.HeartbeatResponse
-	11, // [11:13] is the sub-list for method output_type
-	9,  // [9:11] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	15, // 6: eddy.v1.CheckpointTrigger.kind:type_name -> eddy.v1.CheckpointKind
+	7,  // 7: eddy.v1.HeartbeatResponse.deployments:type_name -> eddy.v1.Deployment
+	2,  // 8: eddy.v1.HeartbeatResponse.cancel_tasks:type_name -> eddy.v1.TaskRef
+	2,  // 9: eddy.v1.HeartbeatResponse.released:type_name -> eddy.v1.TaskRef
+	8,  // 10: eddy.v1.HeartbeatResponse.trigger_checkpoints:type_name -> eddy.v1.CheckpointTrigger
+	9,  // 11: eddy.v1.HeartbeatResponse.completed_checkpoints:type_name -> eddy.v1.CheckpointCompletion
+	0,  // 12: eddy.v1.Cluster.RegisterWorker:input_type -> eddy.v1.RegisterWorkerRequest
+	4,  // 13: eddy.v1.Cluster.Heartbeat:input_type -> eddy.v1.HeartbeatRequest
+	11, // 14: eddy.v1.Cluster.AckCheckpoint:input_type -> eddy.v1.AckCheckpointRequest
+	1,  // 15: eddy.v1.Cluster.RegisterWorker:output_type -> eddy.v1.RegisterWorkerResponse
+	10, // 16: eddy.v1.Cluster.Heartbeat:output_type -> eddy.v1.HeartbeatResponse
+	12, // 17: eddy.v1.Cluster.AckCheckpoint:output_type -> eddy.v1.AckCheckpointResponse
+	15, // [15:18] is the sub-list for method output_type
+	12, // [12:15] is the sub-list for method input_type
+	12, // [12:12] is the sub-list for extension type_name
+	12, // [12:12] is the sub-list for extension extendee
+	0,  // [0:12] is the sub-list for field type_name
 }
 
 func init() { file_eddy_v1_cluster_proto_init() }
@@ -849,7 +1246,7 @@ func file_eddy_v1_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_eddy_v1_cluster_proto_rawDesc), len(file_eddy_v1_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   9,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -24,6 +24,7 @@ const _ = grpc.SupportPackageIsVersion9
 const (
 	Cluster_RegisterWorker_FullMethodName = "/eddy.v1.Cluster/RegisterWorker"
 	Cluster_Heartbeat_FullMethodName      = "/eddy.v1.Cluster/Heartbeat"
+	Cluster_AckCheckpoint_FullMethodName  = "/eddy.v1.Cluster/AckCheckpoint"
 )
 
 // ClusterClient is the client API for Cluster service.
@@ -63,6 +64,19 @@ type ClusterClient interface {
 	// declared lost after missing heartbeats and its tasks rescheduled):
 	// the worker cancels all its tasks and registers again.
 	Heartbeat(ctx context.Context, in *HeartbeatRequest, opts ...grpc.CallOption) (*HeartbeatResponse, error)
+	// AckCheckpoint reports that one task's snapshot for a checkpoint is
+	// durable (its task manifest is written). A worker calls it as soon as a
+	// task of its deployment acknowledges, retrying on UNAVAILABLE and
+	// following NotLeader redirects as for Heartbeat. An acknowledgement the
+	// leader does not need any more (the checkpoint completed, failed or
+	// timed out, the attempt ended, or a new leader took over and failed the
+	// checkpoints in flight) is answered with accepted = false: the worker
+	// drops it and does not retry.
+	//
+	// When every task of the attempt acknowledged, the leader writes the
+	// checkpoint manifest, commits the checkpoint, and lists it in the
+	// completed_checkpoints of its heartbeat answers.
+	AckCheckpoint(ctx context.Context, in *AckCheckpointRequest, opts ...grpc.CallOption) (*AckCheckpointResponse, error)
 }
 
 type clusterClient struct {
@@ -87,6 +101,16 @@ func (c *clusterClient) Heartbeat(ctx context.Context, in *HeartbeatRequest, opt
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(HeartbeatResponse)
 	err := c.cc.Invoke(ctx, Cluster_Heartbeat_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clusterClient) AckCheckpoint(ctx context.Context, in *AckCheckpointRequest, opts ...grpc.CallOption) (*AckCheckpointResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AckCheckpointResponse)
+	err := c.cc.Invoke(ctx, Cluster_AckCheckpoint_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -130,6 +154,19 @@ type ClusterServer interface {
 	// declared lost after missing heartbeats and its tasks rescheduled):
 	// the worker cancels all its tasks and registers again.
 	Heartbeat(context.Context, *HeartbeatRequest) (*HeartbeatResponse, error)
+	// AckCheckpoint reports that one task's snapshot for a checkpoint is
+	// durable (its task manifest is written). A worker calls it as soon as a
+	// task of its deployment acknowledges, retrying on UNAVAILABLE and
+	// following NotLeader redirects as for Heartbeat. An acknowledgement the
+	// leader does not need any more (the checkpoint completed, failed or
+	// timed out, the attempt ended, or a new leader took over and failed the
+	// checkpoints in flight) is answered with accepted = false: the worker
+	// drops it and does not retry.
+	//
+	// When every task of the attempt acknowledged, the leader writes the
+	// checkpoint manifest, commits the checkpoint, and lists it in the
+	// completed_checkpoints of its heartbeat answers.
+	AckCheckpoint(context.Context, *AckCheckpointRequest) (*AckCheckpointResponse, error)
 	mustEmbedUnimplementedClusterServer()
 }
 
@@ -145,6 +182,9 @@ func (UnimplementedClusterServer) RegisterWorker(context.Context, *RegisterWorke
 }
 func (UnimplementedClusterServer) Heartbeat(context.Context, *HeartbeatRequest) (*HeartbeatResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Heartbeat not implemented")
+}
+func (UnimplementedClusterServer) AckCheckpoint(context.Context, *AckCheckpointRequest) (*AckCheckpointResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AckCheckpoint not implemented")
 }
 func (UnimplementedClusterServer) mustEmbedUnimplementedClusterServer() {}
 func (UnimplementedClusterServer) testEmbeddedByValue()                 {}
@@ -203,6 +243,24 @@ func _Cluster_Heartbeat_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Cluster_AckCheckpoint_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AckCheckpointRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServer).AckCheckpoint(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Cluster_AckCheckpoint_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServer).AckCheckpoint(ctx, req.(*AckCheckpointRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Cluster_ServiceDesc is the grpc.ServiceDesc for Cluster service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -217,6 +275,10 @@ var Cluster_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Heartbeat",
 			Handler:    _Cluster_Heartbeat_Handler,
+		},
+		{
+			MethodName: "AckCheckpoint",
+			Handler:    _Cluster_AckCheckpoint_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

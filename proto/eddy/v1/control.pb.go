@@ -615,8 +615,10 @@ type SubmitJobRequest struct {
 	// The spec's file name, only to prefix error messages
 	// ("card-activity.yaml: nodes[2].input: unknown node \"enrch\"").
 	SpecName string `protobuf:"bytes,3,opt,name=spec_name,json=specName,proto3" json:"spec_name,omitempty"`
-	// When set, the job starts from this savepoint (its storage path or id)
-	// instead of empty state.
+	// When set, the job starts from this savepoint instead of empty state:
+	// the path TriggerSavepoint returned (a savepoint directory or its
+	// _manifest.json key) in the job's checkpoint storage, of the same
+	// tenant. A checkpoint's manifest key works too.
 	FromSavepoint string `protobuf:"bytes,4,opt,name=from_savepoint,json=fromSavepoint,proto3" json:"from_savepoint,omitempty"`
 	// Optional idempotency key chosen by the client: a submission with a
 	// request_id the tenant already used returns that job instead of
@@ -1357,6 +1359,130 @@ func (x *CancelJobResponse) GetState() JobState {
 	return JobState_JOB_STATE_UNSPECIFIED
 }
 
+type TriggerSavepointRequest struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Tenant string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	JobId  string                 `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// Cancel the job once the savepoint is complete.
+	Stop          bool `protobuf:"varint,3,opt,name=stop,proto3" json:"stop,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TriggerSavepointRequest) Reset() {
+	*x = TriggerSavepointRequest{}
+	mi := &file_eddy_v1_control_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TriggerSavepointRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TriggerSavepointRequest) ProtoMessage() {}
+
+func (x *TriggerSavepointRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TriggerSavepointRequest.ProtoReflect.Descriptor instead.
+func (*TriggerSavepointRequest) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *TriggerSavepointRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *TriggerSavepointRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *TriggerSavepointRequest) GetStop() bool {
+	if x != nil {
+		return x.Stop
+	}
+	return false
+}
+
+type TriggerSavepointResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The savepoint's directory in the job's checkpoint storage
+	// (tenants/<tenant>/savepoints/<job>-<id>): what from_savepoint takes.
+	Path         string `protobuf:"bytes,1,opt,name=path,proto3" json:"path,omitempty"`
+	CheckpointId uint64 `protobuf:"varint,2,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	// The job's state after the call: CANCELING with stop.
+	State         JobState `protobuf:"varint,3,opt,name=state,proto3,enum=eddy.v1.JobState" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TriggerSavepointResponse) Reset() {
+	*x = TriggerSavepointResponse{}
+	mi := &file_eddy_v1_control_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TriggerSavepointResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TriggerSavepointResponse) ProtoMessage() {}
+
+func (x *TriggerSavepointResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TriggerSavepointResponse.ProtoReflect.Descriptor instead.
+func (*TriggerSavepointResponse) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *TriggerSavepointResponse) GetPath() string {
+	if x != nil {
+		return x.Path
+	}
+	return ""
+}
+
+func (x *TriggerSavepointResponse) GetCheckpointId() uint64 {
+	if x != nil {
+		return x.CheckpointId
+	}
+	return 0
+}
+
+func (x *TriggerSavepointResponse) GetState() JobState {
+	if x != nil {
+		return x.State
+	}
+	return JobState_JOB_STATE_UNSPECIFIED
+}
+
 type JoinRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Raft server id of the joining coordinator; unique and stable across
@@ -1373,7 +1499,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[18]
+	mi := &file_eddy_v1_control_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1385,7 +1511,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[18]
+	mi := &file_eddy_v1_control_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1398,7 +1524,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{18}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *JoinRequest) GetNodeId() string {
@@ -1430,7 +1556,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[19]
+	mi := &file_eddy_v1_control_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1442,7 +1568,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[19]
+	mi := &file_eddy_v1_control_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1455,7 +1581,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{19}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{21}
 }
 
 type LeaveRequest struct {
@@ -1467,7 +1593,7 @@ type LeaveRequest struct {
 
 func (x *LeaveRequest) Reset() {
 	*x = LeaveRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[20]
+	mi := &file_eddy_v1_control_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1479,7 +1605,7 @@ func (x *LeaveRequest) String() string {
 func (*LeaveRequest) ProtoMessage() {}
 
 func (x *LeaveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[20]
+	mi := &file_eddy_v1_control_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1492,7 +1618,7 @@ func (x *LeaveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveRequest.ProtoReflect.Descriptor instead.
 func (*LeaveRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{20}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *LeaveRequest) GetNodeId() string {
@@ -1510,7 +1636,7 @@ type LeaveResponse struct {
 
 func (x *LeaveResponse) Reset() {
 	*x = LeaveResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[21]
+	mi := &file_eddy_v1_control_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1522,7 +1648,7 @@ func (x *LeaveResponse) String() string {
 func (*LeaveResponse) ProtoMessage() {}
 
 func (x *LeaveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[21]
+	mi := &file_eddy_v1_control_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1535,7 +1661,7 @@ func (x *LeaveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveResponse.ProtoReflect.Descriptor instead.
 func (*LeaveResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{21}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{23}
 }
 
 type ClusterInfoRequest struct {
@@ -1546,7 +1672,7 @@ type ClusterInfoRequest struct {
 
 func (x *ClusterInfoRequest) Reset() {
 	*x = ClusterInfoRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[22]
+	mi := &file_eddy_v1_control_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1558,7 +1684,7 @@ func (x *ClusterInfoRequest) String() string {
 func (*ClusterInfoRequest) ProtoMessage() {}
 
 func (x *ClusterInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[22]
+	mi := &file_eddy_v1_control_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1571,7 +1697,7 @@ func (x *ClusterInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterInfoRequest.ProtoReflect.Descriptor instead.
 func (*ClusterInfoRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{22}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{24}
 }
 
 type CoordinatorInfo struct {
@@ -1587,7 +1713,7 @@ type CoordinatorInfo struct {
 
 func (x *CoordinatorInfo) Reset() {
 	*x = CoordinatorInfo{}
-	mi := &file_eddy_v1_control_proto_msgTypes[23]
+	mi := &file_eddy_v1_control_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1599,7 +1725,7 @@ func (x *CoordinatorInfo) String() string {
 func (*CoordinatorInfo) ProtoMessage() {}
 
 func (x *CoordinatorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[23]
+	mi := &file_eddy_v1_control_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1612,7 +1738,7 @@ func (x *CoordinatorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordinatorInfo.ProtoReflect.Descriptor instead.
 func (*CoordinatorInfo) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{23}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *CoordinatorInfo) GetNodeId() string {
@@ -1664,7 +1790,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_eddy_v1_control_proto_msgTypes[24]
+	mi := &file_eddy_v1_control_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1676,7 +1802,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[24]
+	mi := &file_eddy_v1_control_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1689,7 +1815,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{24}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *WorkerInfo) GetWorkerId() string {
@@ -1745,7 +1871,7 @@ type ClusterInfoResponse struct {
 
 func (x *ClusterInfoResponse) Reset() {
 	*x = ClusterInfoResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[25]
+	mi := &file_eddy_v1_control_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1757,7 +1883,7 @@ func (x *ClusterInfoResponse) String() string {
 func (*ClusterInfoResponse) ProtoMessage() {}
 
 func (x *ClusterInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[25]
+	mi := &file_eddy_v1_control_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1770,7 +1896,7 @@ func (x *ClusterInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterInfoResponse.ProtoReflect.Descriptor instead.
 func (*ClusterInfoResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{25}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ClusterInfoResponse) GetLeaderId() string {
@@ -1881,7 +2007,15 @@ const file_eddy_v1_control_proto_rawDesc = "" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\"<\n" +
 	"\x11CancelJobResponse\x12'\n" +
-	"\x05state\x18\x01 \x01(\x0e2\x11.eddy.v1.JobStateR\x05state\"j\n" +
+	"\x05state\x18\x01 \x01(\x0e2\x11.eddy.v1.JobStateR\x05state\"\\\n" +
+	"\x17TriggerSavepointRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x12\n" +
+	"\x04stop\x18\x03 \x01(\bR\x04stop\"|\n" +
+	"\x18TriggerSavepointResponse\x12\x12\n" +
+	"\x04path\x18\x01 \x01(\tR\x04path\x12#\n" +
+	"\rcheckpoint_id\x18\x02 \x01(\x04R\fcheckpointId\x12'\n" +
+	"\x05state\x18\x03 \x01(\x0e2\x11.eddy.v1.JobStateR\x05state\"j\n" +
 	"\vJoinRequest\x12\x17\n" +
 	"\anode_id\x18\x01 \x01(\tR\x06nodeId\x12!\n" +
 	"\fraft_address\x18\x02 \x01(\tR\vraftAddress\x12\x1f\n" +
@@ -1926,7 +2060,7 @@ const file_eddy_v1_control_proto_rawDesc = "" +
 	"\vWorkerState\x12\x1c\n" +
 	"\x18WORKER_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12WORKER_STATE_ALIVE\x10\x01\x12\x15\n" +
-	"\x11WORKER_STATE_LOST\x10\x022\xa8\x05\n" +
+	"\x11WORKER_STATE_LOST\x10\x022\x81\x06\n" +
 	"\aControl\x12K\n" +
 	"\fUploadModule\x12\x1c.eddy.v1.UploadModuleRequest\x1a\x1d.eddy.v1.UploadModuleResponse\x12H\n" +
 	"\vListModules\x12\x1b.eddy.v1.ListModulesRequest\x1a\x1c.eddy.v1.ListModulesResponse\x12B\n" +
@@ -1934,7 +2068,8 @@ const file_eddy_v1_control_proto_rawDesc = "" +
 	"\tSubmitJob\x12\x19.eddy.v1.SubmitJobRequest\x1a\x1a.eddy.v1.SubmitJobResponse\x12?\n" +
 	"\bListJobs\x12\x18.eddy.v1.ListJobsRequest\x1a\x19.eddy.v1.ListJobsResponse\x12B\n" +
 	"\tJobStatus\x12\x19.eddy.v1.JobStatusRequest\x1a\x1a.eddy.v1.JobStatusResponse\x12B\n" +
-	"\tCancelJob\x12\x19.eddy.v1.CancelJobRequest\x1a\x1a.eddy.v1.CancelJobResponse\x123\n" +
+	"\tCancelJob\x12\x19.eddy.v1.CancelJobRequest\x1a\x1a.eddy.v1.CancelJobResponse\x12W\n" +
+	"\x10TriggerSavepoint\x12 .eddy.v1.TriggerSavepointRequest\x1a!.eddy.v1.TriggerSavepointResponse\x123\n" +
 	"\x04Join\x12\x14.eddy.v1.JoinRequest\x1a\x15.eddy.v1.JoinResponse\x126\n" +
 	"\x05Leave\x12\x15.eddy.v1.LeaveRequest\x1a\x16.eddy.v1.LeaveResponse\x12H\n" +
 	"\vClusterInfo\x12\x1b.eddy.v1.ClusterInfoRequest\x1a\x1c.eddy.v1.ClusterInfoResponseB2Z0github.com/eddy-stream/eddy/proto/eddy/v1;eddyv1b\x06proto3"
@@ -1952,85 +2087,90 @@ func file_eddy_v1_control_proto_rawDescGZIP() []byte {
 }
 
 var file_eddy_v1_control_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_eddy_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 26)
+var file_eddy_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
 var file_eddy_v1_control_proto_goTypes = []any{
-	(CheckpointState)(0),         // 0: eddy.v1.CheckpointState
-	(CoordinatorRole)(0),         // 1: eddy.v1.CoordinatorRole
-	(WorkerState)(0),             // 2: eddy.v1.WorkerState
-	(*ModuleInfo)(nil),           // 3: eddy.v1.ModuleInfo
-	(*UploadModuleRequest)(nil),  // 4: eddy.v1.UploadModuleRequest
-	(*UploadModuleResponse)(nil), // 5: eddy.v1.UploadModuleResponse
-	(*ListModulesRequest)(nil),   // 6: eddy.v1.ListModulesRequest
-	(*ListModulesResponse)(nil),  // 7: eddy.v1.ListModulesResponse
-	(*GetModuleRequest)(nil),     // 8: eddy.v1.GetModuleRequest
-	(*GetModuleResponse)(nil),    // 9: eddy.v1.GetModuleResponse
-	(*SubmitJobRequest)(nil),     // 10: eddy.v1.SubmitJobRequest
-	(*SubmitJobResponse)(nil),    // 11: eddy.v1.SubmitJobResponse
-	(*ListJobsRequest)(nil),      // 12: eddy.v1.ListJobsRequest
-	(*JobSummary)(nil),           // 13: eddy.v1.JobSummary
-	(*ListJobsResponse)(nil),     // 14: eddy.v1.ListJobsResponse
-	(*JobStatusRequest)(nil),     // 15: eddy.v1.JobStatusRequest
-	(*TaskStatus)(nil),           // 16: eddy.v1.TaskStatus
-	(*CheckpointInfo)(nil),       // 17: eddy.v1.CheckpointInfo
-	(*JobStatusResponse)(nil),    // 18: eddy.v1.JobStatusResponse
-	(*CancelJobRequest)(nil),     // 19: eddy.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),    // 20: eddy.v1.CancelJobResponse
-	(*JoinRequest)(nil),          // 21: eddy.v1.JoinRequest
-	(*JoinResponse)(nil),         // 22: eddy.v1.JoinResponse
-	(*LeaveRequest)(nil),         // 23: eddy.v1.LeaveRequest
-	(*LeaveResponse)(nil),        // 24: eddy.v1.LeaveResponse
-	(*ClusterInfoRequest)(nil),   // 25: eddy.v1.ClusterInfoRequest
-	(*CoordinatorInfo)(nil),      // 26: eddy.v1.CoordinatorInfo
-	(*WorkerInfo)(nil),           // 27: eddy.v1.WorkerInfo
-	(*ClusterInfoResponse)(nil),  // 28: eddy.v1.ClusterInfoResponse
-	(JobState)(0),                // 29: eddy.v1.JobState
-	(TaskState)(0),               // 30: eddy.v1.TaskState
-	(*TaskMetrics)(nil),          // 31: eddy.v1.TaskMetrics
-	(CheckpointKind)(0),          // 32: eddy.v1.CheckpointKind
+	(CheckpointState)(0),             // 0: eddy.v1.CheckpointState
+	(CoordinatorRole)(0),             // 1: eddy.v1.CoordinatorRole
+	(WorkerState)(0),                 // 2: eddy.v1.WorkerState
+	(*ModuleInfo)(nil),               // 3: eddy.v1.ModuleInfo
+	(*UploadModuleRequest)(nil),      // 4: eddy.v1.UploadModuleRequest
+	(*UploadModuleResponse)(nil),     // 5: eddy.v1.UploadModuleResponse
+	(*ListModulesRequest)(nil),       // 6: eddy.v1.ListModulesRequest
+	(*ListModulesResponse)(nil),      // 7: eddy.v1.ListModulesResponse
+	(*GetModuleRequest)(nil),         // 8: eddy.v1.GetModuleRequest
+	(*GetModuleResponse)(nil),        // 9: eddy.v1.GetModuleResponse
+	(*SubmitJobRequest)(nil),         // 10: eddy.v1.SubmitJobRequest
+	(*SubmitJobResponse)(nil),        // 11: eddy.v1.SubmitJobResponse
+	(*ListJobsRequest)(nil),          // 12: eddy.v1.ListJobsRequest
+	(*JobSummary)(nil),               // 13: eddy.v1.JobSummary
+	(*ListJobsResponse)(nil),         // 14: eddy.v1.ListJobsResponse
+	(*JobStatusRequest)(nil),         // 15: eddy.v1.JobStatusRequest
+	(*TaskStatus)(nil),               // 16: eddy.v1.TaskStatus
+	(*CheckpointInfo)(nil),           // 17: eddy.v1.CheckpointInfo
+	(*JobStatusResponse)(nil),        // 18: eddy.v1.JobStatusResponse
+	(*CancelJobRequest)(nil),         // 19: eddy.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),        // 20: eddy.v1.CancelJobResponse
+	(*TriggerSavepointRequest)(nil),  // 21: eddy.v1.TriggerSavepointRequest
+	(*TriggerSavepointResponse)(nil), // 22: eddy.v1.TriggerSavepointResponse
+	(*JoinRequest)(nil),              // 23: eddy.v1.JoinRequest
+	(*JoinResponse)(nil),             // 24: eddy.v1.JoinResponse
+	(*LeaveRequest)(nil),             // 25: eddy.v1.LeaveRequest
+	(*LeaveResponse)(nil),            // 26: eddy.v1.LeaveResponse
+	(*ClusterInfoRequest)(nil),       // 27: eddy.v1.ClusterInfoRequest
+	(*CoordinatorInfo)(nil),          // 28: eddy.v1.CoordinatorInfo
+	(*WorkerInfo)(nil),               // 29: eddy.v1.WorkerInfo
+	(*ClusterInfoResponse)(nil),      // 30: eddy.v1.ClusterInfoResponse
+	(JobState)(0),                    // 31: eddy.v1.JobState
+	(TaskState)(0),                   // 32: eddy.v1.TaskState
+	(*TaskMetrics)(nil),              // 33: eddy.v1.TaskMetrics
+	(CheckpointKind)(0),              // 34: eddy.v1.CheckpointKind
 }
 var file_eddy_v1_control_proto_depIdxs = []int32{
 	3,  // 0: eddy.v1.UploadModuleResponse.module:type_name -> eddy.v1.ModuleInfo
 	3,  // 1: eddy.v1.ListModulesResponse.modules:type_name -> eddy.v1.ModuleInfo
 	3,  // 2: eddy.v1.GetModuleResponse.module:type_name -> eddy.v1.ModuleInfo
-	29, // 3: eddy.v1.JobSummary.state:type_name -> eddy.v1.JobState
+	31, // 3: eddy.v1.JobSummary.state:type_name -> eddy.v1.JobState
 	13, // 4: eddy.v1.ListJobsResponse.jobs:type_name -> eddy.v1.JobSummary
-	30, // 5: eddy.v1.TaskStatus.state:type_name -> eddy.v1.TaskState
-	31, // 6: eddy.v1.TaskStatus.metrics:type_name -> eddy.v1.TaskMetrics
-	32, // 7: eddy.v1.CheckpointInfo.kind:type_name -> eddy.v1.CheckpointKind
+	32, // 5: eddy.v1.TaskStatus.state:type_name -> eddy.v1.TaskState
+	33, // 6: eddy.v1.TaskStatus.metrics:type_name -> eddy.v1.TaskMetrics
+	34, // 7: eddy.v1.CheckpointInfo.kind:type_name -> eddy.v1.CheckpointKind
 	0,  // 8: eddy.v1.CheckpointInfo.state:type_name -> eddy.v1.CheckpointState
 	13, // 9: eddy.v1.JobStatusResponse.job:type_name -> eddy.v1.JobSummary
 	16, // 10: eddy.v1.JobStatusResponse.tasks:type_name -> eddy.v1.TaskStatus
 	17, // 11: eddy.v1.JobStatusResponse.checkpoints:type_name -> eddy.v1.CheckpointInfo
-	29, // 12: eddy.v1.CancelJobResponse.state:type_name -> eddy.v1.JobState
-	1,  // 13: eddy.v1.CoordinatorInfo.role:type_name -> eddy.v1.CoordinatorRole
-	2,  // 14: eddy.v1.WorkerInfo.state:type_name -> eddy.v1.WorkerState
-	26, // 15: eddy.v1.ClusterInfoResponse.coordinators:type_name -> eddy.v1.CoordinatorInfo
-	27, // 16: eddy.v1.ClusterInfoResponse.workers:type_name -> eddy.v1.WorkerInfo
-	4,  // 17: eddy.v1.Control.UploadModule:input_type -> eddy.v1.UploadModuleRequest
-	6,  // 18: eddy.v1.Control.ListModules:input_type -> eddy.v1.ListModulesRequest
-	8,  // 19: eddy.v1.Control.GetModule:input_type -> eddy.v1.GetModuleRequest
-	10, // 20: eddy.v1.Control.SubmitJob:input_type -> eddy.v1.SubmitJobRequest
-	12, // 21: eddy.v1.Control.ListJobs:input_type -> eddy.v1.ListJobsRequest
-	15, // 22: eddy.v1.Control.JobStatus:input_type -> eddy.v1.JobStatusRequest
-	19, // 23: eddy.v1.Control.CancelJob:input_type -> eddy.v1.CancelJobRequest
-	21, // 24: eddy.v1.Control.Join:input_type -> eddy.v1.JoinRequest
-	23, // 25: eddy.v1.Control.Leave:input_type -> eddy.v1.LeaveRequest
-	25, // 26: eddy.v1.Control.ClusterInfo:input_type -> eddy.v1.ClusterInfoRequest
-	5,  // 27: eddy.v1.Control.UploadModule:output_type -> eddy.v1.UploadModuleResponse
-	7,  // 28: eddy.v1.Control.ListModules:output_type -> eddy.v1.ListModulesResponse
-	9,  // 29: eddy.v1.Control.GetModule:output_type -> eddy.v1.GetModuleResponse
-	11, // 30: eddy.v1.Control.SubmitJob:output_type -> eddy.v1.SubmitJobResponse
-	14, // 31: eddy.v1.Control.ListJobs:output_type -> eddy.v1.ListJobsResponse
-	18, // 32: eddy.v1.Control.JobStatus:output_type -> eddy.v1.JobStatusResponse
-	20, // 33: eddy.v1.Control.CancelJob:output_type -> eddy.v1.CancelJobResponse
-	22, // 34: eddy.v1.Control.Join:output_type -> eddy.v1.JoinResponse
-	24, // 35: eddy.v1.Control.Leave:output_type -> eddy.v1.LeaveResponse
-	28, // 36: eddy.v1.Control.ClusterInfo:output_type -> eddy.v1.ClusterInfoResponse
-	27, // [27:37] is the sub-list for method output_type
-	17, // [17:27] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	31, // 12: eddy.v1.CancelJobResponse.state:type_name -> eddy.v1.JobState
+	31, // 13: eddy.v1.TriggerSavepointResponse.state:type_name -> eddy.v1.JobState
+	1,  // 14: eddy.v1.CoordinatorInfo.role:type_name -> eddy.v1.CoordinatorRole
+	2,  // 15: eddy.v1.WorkerInfo.state:type_name -> eddy.v1.WorkerState
+	28, // 16: eddy.v1.ClusterInfoResponse.coordinators:type_name -> eddy.v1.CoordinatorInfo
+	29, // 17: eddy.v1.ClusterInfoResponse.workers:type_name -> eddy.v1.WorkerInfo
+	4,  // 18: eddy.v1.Control.UploadModule:input_type -> eddy.v1.UploadModuleRequest
+	6,  // 19: eddy.v1.Control.ListModules:input_type -> eddy.v1.ListModulesRequest
+	8,  // 20: eddy.v1.Control.GetModule:input_type -> eddy.v1.GetModuleRequest
+	10, // 21: eddy.v1.Control.SubmitJob:input_type -> eddy.v1.SubmitJobRequest
+	12, // 22: eddy.v1.Control.ListJobs:input_type -> eddy.v1.ListJobsRequest
+	15, // 23: eddy.v1.Control.JobStatus:input_type -> eddy.v1.JobStatusRequest
+	19, // 24: eddy.v1.Control.CancelJob:input_type -> eddy.v1.CancelJobRequest
+	21, // 25: eddy.v1.Control.TriggerSavepoint:input_type -> eddy.v1.TriggerSavepointRequest
+	23, // 26: eddy.v1.Control.Join:input_type -> eddy.v1.JoinRequest
+	25, // 27: eddy.v1.Control.Leave:input_type -> eddy.v1.LeaveRequest
+	27, // 28: eddy.v1.Control.ClusterInfo:input_type -> eddy.v1.ClusterInfoRequest
+	5,  // 29: eddy.v1.Control.UploadModule:output_type -> eddy.v1.UploadModuleResponse
+	7,  // 30: eddy.v1.Control.ListModules:output_type -> eddy.v1.ListModulesResponse
+	9,  // 31: eddy.v1.Control.GetModule:output_type -> eddy.v1.GetModuleResponse
+	11, // 32: eddy.v1.Control.SubmitJob:output_type -> eddy.v1.SubmitJobResponse
+	14, // 33: eddy.v1.Control.ListJobs:output_type -> eddy.v1.ListJobsResponse
+	18, // 34: eddy.v1.Control.JobStatus:output_type -> eddy.v1.JobStatusResponse
+	20, // 35: eddy.v1.Control.CancelJob:output_type -> eddy.v1.CancelJobResponse
+	22, // 36: eddy.v1.Control.TriggerSavepoint:output_type -> eddy.v1.TriggerSavepointResponse
+	24, // 37: eddy.v1.Control.Join:output_type -> eddy.v1.JoinResponse
+	26, // 38: eddy.v1.Control.Leave:output_type -> eddy.v1.LeaveResponse
+	30, // 39: eddy.v1.Control.ClusterInfo:output_type -> eddy.v1.ClusterInfoResponse
+	29, // [29:40] is the sub-list for method output_type
+	18, // [18:29] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_eddy_v1_control_proto_init() }
@@ -2045,7 +2185,7 @@ func file_eddy_v1_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_eddy_v1_control_proto_rawDesc), len(file_eddy_v1_control_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   26,
+			NumMessages:   28,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

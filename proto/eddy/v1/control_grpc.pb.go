@@ -22,16 +22,17 @@ import (
 const _ = grpc.SupportPackageIsVersion9
 
 const (
-	Control_UploadModule_FullMethodName = "/eddy.v1.Control/UploadModule"
-	Control_ListModules_FullMethodName  = "/eddy.v1.Control/ListModules"
-	Control_GetModule_FullMethodName    = "/eddy.v1.Control/GetModule"
-	Control_SubmitJob_FullMethodName    = "/eddy.v1.Control/SubmitJob"
-	Control_ListJobs_FullMethodName     = "/eddy.v1.Control/ListJobs"
-	Control_JobStatus_FullMethodName    = "/eddy.v1.Control/JobStatus"
-	Control_CancelJob_FullMethodName    = "/eddy.v1.Control/CancelJob"
-	Control_Join_FullMethodName         = "/eddy.v1.Control/Join"
-	Control_Leave_FullMethodName        = "/eddy.v1.Control/Leave"
-	Control_ClusterInfo_FullMethodName  = "/eddy.v1.Control/ClusterInfo"
+	Control_UploadModule_FullMethodName     = "/eddy.v1.Control/UploadModule"
+	Control_ListModules_FullMethodName      = "/eddy.v1.Control/ListModules"
+	Control_GetModule_FullMethodName        = "/eddy.v1.Control/GetModule"
+	Control_SubmitJob_FullMethodName        = "/eddy.v1.Control/SubmitJob"
+	Control_ListJobs_FullMethodName         = "/eddy.v1.Control/ListJobs"
+	Control_JobStatus_FullMethodName        = "/eddy.v1.Control/JobStatus"
+	Control_CancelJob_FullMethodName        = "/eddy.v1.Control/CancelJob"
+	Control_TriggerSavepoint_FullMethodName = "/eddy.v1.Control/TriggerSavepoint"
+	Control_Join_FullMethodName             = "/eddy.v1.Control/Join"
+	Control_Leave_FullMethodName            = "/eddy.v1.Control/Leave"
+	Control_ClusterInfo_FullMethodName      = "/eddy.v1.Control/ClusterInfo"
 )
 
 // ControlClient is the client API for Control service.
@@ -67,6 +68,17 @@ type ControlClient interface {
 	// committed (the job is CANCELING, or already terminal); poll JobStatus
 	// for CANCELED.
 	CancelJob(ctx context.Context, in *CancelJobRequest, opts ...grpc.CallOption) (*CancelJobResponse, error)
+	// TriggerSavepoint takes a savepoint of a running job: a checkpoint of
+	// kind savepoint (taken as soon as no other checkpoint of the job is in
+	// flight, whether or not the job's spec configures checkpoints), copied
+	// when complete into tenants/<tenant>/savepoints/<job>-<id>/ of the
+	// job's checkpoint storage so that it references nothing else. It
+	// returns once the savepoint is complete, with the path to give
+	// SubmitJobRequest.from_savepoint; with stop, the job is then canceled.
+	// FAILED_PRECONDITION: the job is not running; ABORTED: the savepoint
+	// failed (the message says why; the job keeps running and may be asked
+	// again). The call's deadline bounds the wait.
+	TriggerSavepoint(ctx context.Context, in *TriggerSavepointRequest, opts ...grpc.CallOption) (*TriggerSavepointResponse, error)
 	// Join adds a coordinator to the Raft group as a voter; the new member
 	// calls it on any existing member (`eddy coordinator --join ADDR`).
 	// Joining again with the same id and addresses succeeds and changes
@@ -156,6 +168,16 @@ func (c *controlClient) CancelJob(ctx context.Context, in *CancelJobRequest, opt
 	return out, nil
 }
 
+func (c *controlClient) TriggerSavepoint(ctx context.Context, in *TriggerSavepointRequest, opts ...grpc.CallOption) (*TriggerSavepointResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(TriggerSavepointResponse)
+	err := c.cc.Invoke(ctx, Control_TriggerSavepoint_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *controlClient) Join(ctx context.Context, in *JoinRequest, opts ...grpc.CallOption) (*JoinResponse, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(JoinResponse)
@@ -219,6 +241,17 @@ type ControlServer interface {
 	// committed (the job is CANCELING, or already terminal); poll JobStatus
 	// for CANCELED.
 	CancelJob(context.Context, *CancelJobRequest) (*CancelJobResponse, error)
+	// TriggerSavepoint takes a savepoint of a running job: a checkpoint of
+	// kind savepoint (taken as soon as no other checkpoint of the job is in
+	// flight, whether or not the job's spec configures checkpoints), copied
+	// when complete into tenants/<tenant>/savepoints/<job>-<id>/ of the
+	// job's checkpoint storage so that it references nothing else. It
+	// returns once the savepoint is complete, with the path to give
+	// SubmitJobRequest.from_savepoint; with stop, the job is then canceled.
+	// FAILED_PRECONDITION: the job is not running; ABORTED: the savepoint
+	// failed (the message says why; the job keeps running and may be asked
+	// again). The call's deadline bounds the wait.
+	TriggerSavepoint(context.Context, *TriggerSavepointRequest) (*TriggerSavepointResponse, error)
 	// Join adds a coordinator to the Raft group as a voter; the new member
 	// calls it on any existing member (`eddy coordinator --join ADDR`).
 	// Joining again with the same id and addresses succeeds and changes
@@ -258,6 +291,9 @@ func (UnimplementedControlServer) JobStatus(context.Context, *JobStatusRequest) 
 }
 func (UnimplementedControlServer) CancelJob(context.Context, *CancelJobRequest) (*CancelJobResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method CancelJob not implemented")
+}
+func (UnimplementedControlServer) TriggerSavepoint(context.Context, *TriggerSavepointRequest) (*TriggerSavepointResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method TriggerSavepoint not implemented")
 }
 func (UnimplementedControlServer) Join(context.Context, *JoinRequest) (*JoinResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Join not implemented")
@@ -415,6 +451,24 @@ func _Control_CancelJob_Handler(srv interface{}, ctx context.Context, dec func(i
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Control_TriggerSavepoint_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(TriggerSavepointRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServer).TriggerSavepoint(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Control_TriggerSavepoint_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServer).TriggerSavepoint(ctx, req.(*TriggerSavepointRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _Control_Join_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(JoinRequest)
 	if err := dec(in); err != nil {
@@ -503,6 +557,10 @@ var Control_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "CancelJob",
 			Handler:    _Control_CancelJob_Handler,
+		},
+		{
+			MethodName: "TriggerSavepoint",
+			Handler:    _Control_TriggerSavepoint_Handler,
 		},
 		{
 			MethodName: "Join",
