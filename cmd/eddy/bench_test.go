@@ -95,3 +95,77 @@ func BenchmarkLeaderFailover(b *testing.B) {
 	}
 	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/failover")
 }
+
+// BenchmarkCheckpointOverhead runs the fault-tolerance job (keyed window
+// and Wasm counter, 60k records, exactly-once file sinks) standalone with
+// checkpoints every 300 ms to file:// against the same job without
+// checkpoints; the ratio is the throughput kept with checkpointing.
+func BenchmarkCheckpointOverhead(b *testing.B) {
+	module := repoRoot(b) + "/udfs/build/counter-c.wasm"
+	elapsed := func(spec string) time.Duration {
+		r := eddy(b, "run", spec)
+		if r.code != 0 {
+			b.Fatal(r.stderr)
+		}
+		m := regexp.MustCompile(`finished in (\S+)`).FindStringSubmatch(r.stderr)
+		if m == nil {
+			b.Fatalf("no elapsed time in\n%s", r.stderr)
+		}
+		d, err := time.ParseDuration(m[1])
+		if err != nil {
+			b.Fatal(err)
+		}
+		return d
+	}
+	var with, without time.Duration
+	for b.Loop() {
+		spec, _ := ftSpec(b, 2, 0, module, "")
+		without += elapsed(spec)
+		spec, _ = ftSpec(b, 2, 0, module, "file://"+b.TempDir())
+		with += elapsed(spec)
+	}
+	b.ReportMetric(60000*float64(b.N)/without.Seconds(), "plain-rec/s")
+	b.ReportMetric(60000*float64(b.N)/with.Seconds(), "checkpointed-rec/s")
+	b.ReportMetric(without.Seconds()/with.Seconds(), "checkpointed/plain")
+}
+
+// BenchmarkRecovery is the time from kill -9 of a worker running part of a
+// checkpointing job to the job running again (a new attempt, restored from
+// its latest checkpoint, every task RUNNING), with a heartbeat timeout of
+// 2 s and a restart delay of 300 ms (see startFT).
+func BenchmarkRecovery(b *testing.B) {
+	module := repoRoot(b) + "/udfs/build/counter-c.wasm"
+	var total time.Duration
+	for b.Loop() {
+		b.StopTimer()
+		c := startFTB(b, nil, 8)
+		if r := c.client(b, "module", "upload", module, "--name", "counter"); r.code != 0 {
+			b.Fatal(r.stderr)
+		}
+		spec, _ := ftSpec(b, 2, 2000, "counter", "file://"+b.TempDir())
+		r := c.client(b, "job", "submit", spec)
+		if r.code != 0 {
+			b.Fatal(r.stderr)
+		}
+		id := strings.TrimSpace(r.stdout)
+		eventually(b, time.Minute, "a completed checkpoint", func() bool {
+			_, _, st := c.status(b, id)
+			return len(checkpointIDs(st)) > 0
+		})
+		b.StartTimer()
+		start := time.Now()
+		c.workers[1].kill(b)
+		eventually(b, time.Minute, "running again", func() bool {
+			state, attempt, st := c.status(b, id)
+			return state == "RUNNING" && attempt >= 2 && !strings.Contains(st, "DEPLOYING")
+		})
+		total += time.Since(start)
+		b.StopTimer()
+		c.coord.kill(b)
+		for _, w := range c.workers {
+			w.kill(b)
+		}
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(total.Milliseconds())/float64(b.N), "ms/recovery")
+}

@@ -69,7 +69,10 @@ type ftCluster struct {
 	slots   int
 }
 
-func startFT(t *testing.T, env []string, slots int) *ftCluster {
+func startFT(t *testing.T, env []string, slots int) *ftCluster { return startFTB(t, env, slots) }
+
+// startFTB is startFT for benchmarks too.
+func startFTB(t testing.TB, env []string, slots int) *ftCluster {
 	t.Helper()
 	c := &ftCluster{dir: t.TempDir(), api: freeAddr(t), env: env, slots: slots}
 	c.coord = startProcEnv(t, c.dir, "c1", env, "coordinator", "--id", "c1", "--api", c.api, "--raft", freeAddr(t),
@@ -88,7 +91,7 @@ func startFT(t *testing.T, env []string, slots int) *ftCluster {
 	return c
 }
 
-func (c *ftCluster) startWorker(t *testing.T, i int) *proc {
+func (c *ftCluster) startWorker(t testing.TB, i int) *proc {
 	t.Helper()
 	name := fmt.Sprintf("w%d", i+1)
 	return startProcEnv(t, c.dir, name, c.env, "worker", "--id", name, "--coordinator", c.api,
