@@ -331,7 +331,7 @@ func TestCorruptCheckpointFallsBack(t *testing.T) {
 	if attempt < 3 {
 		t.Errorf("attempt %d: want a failed restore from checkpoint %d and a second restore", attempt, newest)
 	}
-	if !regexp.MustCompile(`(?m)^` + strconv.Itoa(newest) + `\s+CHECKPOINT\s+FAILED`).MatchString(st) && !strings.Contains(st, fmt.Sprintf("restore checkpoint %d", newest)) {
+	if !regexp.MustCompile(`(?m)^`+strconv.Itoa(newest)+`\s+CHECKPOINT\s+FAILED`).MatchString(st) && !strings.Contains(st, fmt.Sprintf("restore checkpoint %d", newest)) {
 		t.Logf("status does not show checkpoint %d as failed:\n%s", newest, st)
 	}
 	sameOutput(t, out, refOut)
