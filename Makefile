@@ -44,7 +44,7 @@ udfs:
 ## bench: Go benchmarks and the pipeline harness; prints figures.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./abi/ ./host/... ./connectors/ ./state/ ./dataflow/window/
-	$(GO) test -run '^$$' -bench 'ClusterThroughput|LeaderFailover|CheckpointOverhead|Recovery' -benchtime 2x ./cmd/eddy/
+	$(GO) test -run '^$$' -bench 'ClusterThroughput|LeaderFailover|CheckpointOverhead|CheckpointLargeState|Recovery' -benchtime 2x ./cmd/eddy/
 	$(GO) run ./cmd/eddy-bench
 
 ## proto: regenerate the gRPC code under proto/ with the pinned tools
