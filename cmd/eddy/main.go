@@ -111,6 +111,14 @@ func (e *engineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&e.dataDir, "data-dir", "", "directory for keyed state (default: a temporary directory removed at exit)")
 }
 
+// level is the --log-level (warn when it does not parse; logger reports
+// that).
+func (e *engineFlags) level() slog.Level {
+	lvl := slog.LevelWarn
+	_ = lvl.UnmarshalText([]byte(e.logLevel))
+	return lvl
+}
+
 func (e *engineFlags) logger(stderr io.Writer) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(e.logLevel)); err != nil {

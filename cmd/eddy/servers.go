@@ -272,6 +272,11 @@ func startStandalone(ctx context.Context, ef *engineFlags, cf *coordinatorFlags,
 	cf.cfg.Raft.HeartbeatTimeout = 100 * time.Millisecond
 	cf.cfg.Raft.ElectionTimeout = 100 * time.Millisecond
 	cf.cfg.Raft.LeaderLeaseTimeout = 100 * time.Millisecond
+	// The election a group of one holds at every start is logged by Raft
+	// as a warning; it is not one here.
+	if lvl := ef.level(); lvl >= slog.LevelWarn {
+		cf.cfg.Raft.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	}
 	s, err := newServer(ctx, ef, stderr)
 	if err != nil {
 		return nil, err
