@@ -28,7 +28,7 @@ func TestRegistrySpecErrors(t *testing.T) {
 		want   string
 	}{
 		{name: "nil source", source: nil, want: "source: connectors: bad spec: missing"},
-		{name: "empty source", source: &jobspec.SourceSpec{}, want: "no connector set (want exactly one of generator, file)"},
+		{name: "empty source", source: &jobspec.SourceSpec{}, want: "no connector set (want exactly one of generator, file, kafka)"},
 		{name: "two sources", source: &jobspec.SourceSpec{Generator: gen, File: file}, want: "several connectors set (generator, file)"},
 		{name: "file source without path", source: &jobspec.SourceSpec{File: &jobspec.FileSourceSpec{}}, want: "file source: connectors: bad spec: path is empty"},
 		{name: "nil sink", sink: nil, want: "sink: connectors: bad spec: missing"},
