@@ -137,7 +137,25 @@ func (s *Source) Open(ctx context.Context, info dataflow.TaskInfo) error {
 	return err
 }
 
+// partitions asks for the topics' partitions, retrying with backoff while
+// no broker answers (until ctx ends); an unknown topic fails at once.
 func (s *Source) partitions(ctx context.Context) ([]tp, error) {
+	backoff := 100 * time.Millisecond
+	for {
+		parts, err := s.partitionsOnce(ctx)
+		if err == nil || errors.Is(err, ErrUnknownTopic) || ctx.Err() != nil {
+			return parts, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(backoff):
+		}
+		backoff = min(2*backoff, 2*time.Second)
+	}
+}
+
+func (s *Source) partitionsOnce(ctx context.Context) ([]tp, error) {
 	req := kmsg.NewPtrMetadataRequest()
 	for _, t := range s.cfg.Topics {
 		rt := kmsg.NewMetadataRequestTopic()
