@@ -47,6 +47,25 @@ func produce(t *testing.T, brokers []string, topic string, partitions, from, n i
 	}
 }
 
+// produceJSON writes n records {"i":<i>} to topic, partition i%partitions.
+func produceJSON(t *testing.T, brokers []string, topic string, partitions, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % partitions), Value: fmt.Appendf(nil, `{"i":%d}`, i)})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+}
+
 func open(t *testing.T, brokers []string, topics []string, start string, subtask, par int) *kafka.Source {
 	t.Helper()
 	src, err := kafka.NewSource(kafka.SourceConfig{Brokers: brokers, Topics: topics, Start: start, MetadataTimeout: 10 * time.Second})
