@@ -270,12 +270,16 @@ func TestSourceUnreachableBrokerTimesOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src2.Close()
+	started := make(chan error, 1)
 	go func() {
 		time.Sleep(time.Second)
-		br.Start()
+		started <- br.TryStart()
 	}()
 	if err := src2.Open(context.Background(), dataflow.TaskInfo{}); err != nil {
 		t.Fatalf("open while the broker starts: %v", err)
+	}
+	if err := <-started; err != nil {
+		t.Fatal(err)
 	}
 }
 

@@ -116,6 +116,15 @@ func (b *Broker) Start() {
 	}
 }
 
+// TryStart is Start returning its error, for use outside the test's
+// goroutine.
+func (b *Broker) TryStart() error {
+	if err := b.start(); err != nil {
+		return fmt.Errorf("kafkatest: %w", err)
+	}
+	return nil
+}
+
 func (b *Broker) start() error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
