@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/eddy-stream/eddy/connectors/kafka"
 	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 )
@@ -45,6 +46,12 @@ func (r Registry) NewSource(spec *jobspec.SourceSpec, baseDir string) (dataflow.
 			return nil, fmt.Errorf("generator source: %w", err)
 		}
 		return newGenerator(cfg), nil
+	case "kafka":
+		cfg, err := kafka.ConfigFromSpec(spec.Kafka)
+		if err != nil {
+			return nil, fmt.Errorf("kafka source: %w: %v", ErrBadSpec, err)
+		}
+		return kafka.NewSource(cfg)
 	default: // "file"
 		if spec.File.Path == "" {
 			return nil, fmt.Errorf("file source: %w: path is empty", ErrBadSpec)
@@ -91,6 +98,8 @@ func (r Registry) SourceBounded(spec *jobspec.SourceSpec) bool {
 	switch kind {
 	case "generator":
 		return spec.Generator.Count > 0
+	case "kafka":
+		return false
 	default:
 		return true
 	}
@@ -107,7 +116,10 @@ func sourceKind(spec *jobspec.SourceSpec) (string, error) {
 	if spec.File != nil {
 		set = append(set, "file")
 	}
-	return exactlyOne("source", set, "generator, file")
+	if spec.Kafka != nil {
+		set = append(set, "kafka")
+	}
+	return exactlyOne("source", set, "generator, file, kafka")
 }
 
 func sinkKind(spec *jobspec.SinkSpec) (string, error) {

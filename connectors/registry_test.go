@@ -28,9 +28,11 @@ func TestRegistrySpecErrors(t *testing.T) {
 		want   string
 	}{
 		{name: "nil source", source: nil, want: "source: connectors: bad spec: missing"},
-		{name: "empty source", source: &jobspec.SourceSpec{}, want: "no connector set (want exactly one of generator, file)"},
+		{name: "empty source", source: &jobspec.SourceSpec{}, want: "no connector set (want exactly one of generator, file, kafka)"},
 		{name: "two sources", source: &jobspec.SourceSpec{Generator: gen, File: file}, want: "several connectors set (generator, file)"},
 		{name: "file source without path", source: &jobspec.SourceSpec{File: &jobspec.FileSourceSpec{}}, want: "file source: connectors: bad spec: path is empty"},
+		{name: "kafka source without topics", source: &jobspec.SourceSpec{Kafka: &jobspec.KafkaSourceSpec{Brokers: []string{"h:1"}}}, want: "kafka source: connectors: bad spec: topics is empty"},
+		{name: "kafka source with bad start", source: &jobspec.SourceSpec{Kafka: &jobspec.KafkaSourceSpec{Brokers: []string{"h:1"}, Topics: []string{"t"}, Start: "x"}}, want: `unknown start "x"`},
 		{name: "nil sink", sink: nil, want: "sink: connectors: bad spec: missing"},
 		{name: "empty sink", sink: &jobspec.SinkSpec{}, want: "no connector set (want exactly one of file, stdout, discard)"},
 		{name: "three sinks", sink: &jobspec.SinkSpec{File: &jobspec.FileSinkSpec{Path: "x"}, Stdout: &jobspec.StdoutSpec{}, Discard: &jobspec.DiscardSpec{}}, want: "several connectors set (file, stdout, discard)"},
@@ -60,6 +62,7 @@ func TestSourceBounded(t *testing.T) {
 		{"generator with count", genSpec(jobspec.GeneratorSpec{Kind: "sequence", Count: 5}), true},
 		{"generator without count", genSpec(jobspec.GeneratorSpec{Kind: "sequence"}), false},
 		{"file", fileSourceSpec("x.jsonl", "", ""), true},
+		{"kafka", &jobspec.SourceSpec{Kafka: &jobspec.KafkaSourceSpec{Brokers: []string{"h:1"}, Topics: []string{"t"}}}, false},
 		{"no connector", &jobspec.SourceSpec{}, false},
 		{"nil", nil, false},
 	}

@@ -158,8 +158,9 @@ type WasmSpec struct {
 
 // SourceSpec is exactly one source connector.
 type SourceSpec struct {
-	Generator *GeneratorSpec  `yaml:"generator"`
-	File      *FileSourceSpec `yaml:"file"`
+	Generator *GeneratorSpec   `yaml:"generator"`
+	File      *FileSourceSpec  `yaml:"file"`
+	Kafka     *KafkaSourceSpec `yaml:"kafka"`
 }
 
 // SinkSpec is exactly one sink connector.
@@ -211,6 +212,24 @@ type FileSourceSpec struct {
 	KeyField string `yaml:"key_field"`
 	// TimestampField, when set, reads event time (ms, or RFC 3339) from it.
 	TimestampField string `yaml:"timestamp_field"`
+}
+
+// Kafka source start positions.
+const (
+	KafkaStartEarliest = "earliest"
+	KafkaStartLatest   = "latest"
+)
+
+// KafkaSourceSpec reads one or more Kafka topics. Partitions are split over
+// the source's parallel instances (instance i of p reads the partitions
+// whose number modulo p is i); offsets are kept in checkpoints.
+type KafkaSourceSpec struct {
+	// Brokers are bootstrap host:port addresses.
+	Brokers []string `yaml:"brokers"`
+	Topics  []string `yaml:"topics"`
+	// Start is "earliest" (the default) or "latest"; it applies when the
+	// job does not start from a checkpoint.
+	Start string `yaml:"start"`
 }
 
 // FileSinkSpec writes one JSON value per line.

@@ -154,7 +154,25 @@ func (n *Node) checkKind(loc string) error {
 		if et := n.EventTime; et != nil && (et.MaxOutOfOrderness < 0 || et.IdleTimeout < 0) {
 			return errAt(loc, n.Line, "node %q: event_time durations must not be negative", n.Name)
 		}
-		return oneOf(loc, n, "source", n.Source.Generator != nil, n.Source.File != nil)
+		if k := n.Source.Kafka; k != nil {
+			if len(k.Brokers) == 0 {
+				return errAt(loc, n.Line, "node %q: source.kafka needs brokers", n.Name)
+			}
+			if len(k.Topics) == 0 {
+				return errAt(loc, n.Line, "node %q: source.kafka needs topics", n.Name)
+			}
+			for _, t := range k.Topics {
+				if t == "" {
+					return errAt(loc, n.Line, "node %q: source.kafka has an empty topic name", n.Name)
+				}
+			}
+			switch k.Start {
+			case "", KafkaStartEarliest, KafkaStartLatest:
+			default:
+				return errAt(loc, n.Line, "node %q: source.kafka.start %q (want %q or %q)", n.Name, k.Start, KafkaStartEarliest, KafkaStartLatest)
+			}
+		}
+		return oneOf(loc, n, "source", n.Source.Generator != nil, n.Source.File != nil, n.Source.Kafka != nil)
 	case n.Window != nil:
 		if len(n.Input) == 0 {
 			return errAt(loc, n.Line, "node %q needs an input", n.Name)

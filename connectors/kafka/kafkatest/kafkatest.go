@@ -1,0 +1,264 @@
+// Package kafkatest runs cmd/eddy-kafka (a kfake-based Kafka-protocol
+// broker) as its own process for tests. The broker keeps data in memory:
+// a Stop/Start cycle keeps the addresses but loses the topics' contents
+// (the topics given at Start are created again).
+package kafkatest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// Options configures a broker.
+type Options struct {
+	// Brokers is the number of broker nodes (ports); 0 means 1.
+	Brokers int
+	// Topics to create: name → partitions.
+	Topics map[string]int
+	// AutoCreateTopics lets clients create unknown topics.
+	AutoCreateTopics bool
+	// ReadyTimeout bounds the wait for the READY line; 0 means 30 s.
+	ReadyTimeout time.Duration
+}
+
+// Broker is a running (or stopped) eddy-kafka process.
+type Broker struct {
+	t     testing.TB
+	opts  Options
+	ports []int
+	addrs []string
+
+	mu   sync.Mutex
+	cmd  *exec.Cmd
+	done chan struct{}
+}
+
+var (
+	buildOnce sync.Once
+	binPath   string
+	buildErr  error
+)
+
+// Binary builds cmd/eddy-kafka once per test process and returns its path.
+// EDDY_KAFKA_BIN, when set, names a prebuilt binary instead.
+func Binary() (string, error) {
+	buildOnce.Do(func() {
+		if p := os.Getenv("EDDY_KAFKA_BIN"); p != "" {
+			binPath = p
+			return
+		}
+		out, err := exec.Command("go", "env", "GOMOD").Output()
+		if err != nil {
+			buildErr = fmt.Errorf("kafkatest: go env GOMOD: %w", err)
+			return
+		}
+		root := filepath.Dir(strings.TrimSpace(string(out)))
+		dir, err := os.MkdirTemp("", "eddy-kafka-bin")
+		if err != nil {
+			buildErr = err
+			return
+		}
+		binPath = filepath.Join(dir, "eddy-kafka")
+		cmd := exec.Command("go", "build", "-o", binPath, "./cmd/eddy-kafka")
+		cmd.Dir = root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			buildErr = fmt.Errorf("kafkatest: building eddy-kafka: %v\n%s", err, out)
+		}
+	})
+	return binPath, buildErr
+}
+
+// Start builds and starts a broker on free 127.0.0.1 ports and stops it
+// when the test ends.
+func Start(t testing.TB, opts Options) *Broker {
+	t.Helper()
+	n := opts.Brokers
+	if n <= 0 {
+		n = 1
+	}
+	b := &Broker{t: t, opts: opts}
+	for i := 0; i < n; i++ {
+		p, err := freePort()
+		if err != nil {
+			t.Fatalf("kafkatest: free port: %v", err)
+		}
+		b.ports = append(b.ports, p)
+	}
+	t.Cleanup(func() { b.Stop() })
+	b.Start()
+	return b
+}
+
+// Addrs returns the brokers' host:port addresses.
+func (b *Broker) Addrs() []string { return append([]string(nil), b.addrs...) }
+
+// Bootstrap returns the addresses joined by commas (kcat's -b form).
+func (b *Broker) Bootstrap() string { return strings.Join(b.addrs, ",") }
+
+// Start (re)starts a stopped broker on the same ports. Starting a running
+// broker is a no-op.
+func (b *Broker) Start() {
+	b.t.Helper()
+	if err := b.start(); err != nil {
+		b.t.Fatalf("kafkatest: %v", err)
+	}
+}
+
+// TryStart is Start returning its error, for use outside the test's
+// goroutine.
+func (b *Broker) TryStart() error {
+	if err := b.start(); err != nil {
+		return fmt.Errorf("kafkatest: %w", err)
+	}
+	return nil
+}
+
+func (b *Broker) start() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cmd != nil {
+		return nil
+	}
+	bin, err := Binary()
+	if err != nil {
+		return err
+	}
+	ps := make([]string, len(b.ports))
+	for i, p := range b.ports {
+		ps[i] = strconv.Itoa(p)
+	}
+	args := []string{"--ports", strings.Join(ps, ",")}
+	var ts []string
+	for name, parts := range b.opts.Topics {
+		ts = append(ts, fmt.Sprintf("%s:%d", name, parts))
+	}
+	if len(ts) > 0 {
+		args = append(args, "--topics", strings.Join(ts, ","))
+	}
+	if b.opts.AutoCreateTopics {
+		args = append(args, "--auto-create-topics")
+	}
+	timeout := b.opts.ReadyTimeout
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	// The port may still be held briefly after a Stop: retry until the deadline.
+	deadline := time.Now().Add(timeout)
+	for {
+		addrs, cmd, done, err := launch(bin, args, time.Until(deadline))
+		if err == nil {
+			b.cmd, b.done, b.addrs = cmd, done, addrs
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func launch(bin string, args []string, timeout time.Duration) ([]string, *exec.Cmd, chan struct{}, error) {
+	cmd := exec.Command(bin, args...)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &lockedWriter{w: &stderr}
+	if err := cmd.Start(); err != nil {
+		return nil, nil, nil, fmt.Errorf("starting eddy-kafka: %w", err)
+	}
+	done := make(chan struct{})
+	ready := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			if line, ok := strings.CutPrefix(sc.Text(), "READY "); ok {
+				ready <- line
+				break
+			}
+		}
+		io.Copy(io.Discard, stdout)
+	}()
+	go func() { cmd.Wait(); close(done) }()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	select {
+	case line := <-ready:
+		return strings.Split(line, ","), cmd, done, nil
+	case <-done:
+		return nil, nil, nil, fmt.Errorf("eddy-kafka exited before READY: %s", cmd.Stderr.(*lockedWriter).String())
+	case <-ctx.Done():
+		cmd.Process.Kill()
+		<-done
+		return nil, nil, nil, fmt.Errorf("eddy-kafka not READY within %v", timeout)
+	}
+}
+
+// Stop stops the broker (SIGTERM, then SIGKILL after 5 s) and waits for it
+// to exit. Stopping a stopped broker is a no-op.
+func (b *Broker) Stop() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cmd == nil {
+		return
+	}
+	b.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-b.done:
+	case <-time.After(5 * time.Second):
+		b.cmd.Process.Kill()
+		<-b.done
+	}
+	b.cmd, b.done = nil, nil
+}
+
+// Kill stops the broker with SIGKILL.
+func (b *Broker) Kill() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cmd == nil {
+		return
+	}
+	b.cmd.Process.Kill()
+	<-b.done
+	b.cmd, b.done = nil, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+type lockedWriter struct {
+	mu sync.Mutex
+	w  *strings.Builder
+}
+
+func (l *lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+func (l *lockedWriter) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.String()
+}

@@ -1,0 +1,330 @@
+package kafka_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/eddy-stream/eddy/connectors/kafka"
+	"github.com/eddy-stream/eddy/connectors/kafka/kafkatest"
+	"github.com/eddy-stream/eddy/dataflow"
+	"github.com/eddy-stream/eddy/dataflow/jobspec"
+)
+
+var baseTime = time.UnixMilli(1767225600000) // 2026-01-01T00:00:00Z
+
+// produce writes n records to topic: record i has key k<i>, value v<i>,
+// header h=<i>, timestamp baseTime+i ms, partition i%partitions.
+func produce(t *testing.T, brokers []string, topic string, partitions, from, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var recs []*kgo.Record
+	for i := from; i < from+n; i++ {
+		recs = append(recs, &kgo.Record{
+			Topic:     topic,
+			Partition: int32(i % partitions),
+			Key:       fmt.Appendf(nil, "k%d", i),
+			Value:     fmt.Appendf(nil, "v%d", i),
+			Headers:   []kgo.RecordHeader{{Key: "h", Value: fmt.Appendf(nil, "%d", i)}},
+			Timestamp: baseTime.Add(time.Duration(i) * time.Millisecond),
+		})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+}
+
+// produceJSON writes n records {"i":<i>} to topic, partition i%partitions.
+func produceJSON(t *testing.T, brokers []string, topic string, partitions, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	var recs []*kgo.Record
+	for i := range n {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % partitions), Value: fmt.Appendf(nil, `{"i":%d}`, i)})
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+}
+
+func open(t *testing.T, brokers []string, topics []string, start string, subtask, par int) *kafka.Source {
+	t.Helper()
+	src, err := kafka.NewSource(kafka.SourceConfig{Brokers: brokers, Topics: topics, Start: start, MetadataTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Open(context.Background(), dataflow.TaskInfo{Subtask: subtask, Parallelism: par}); err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { src.Close() })
+	return src
+}
+
+// read calls Next until n records arrived (max per call), then checks that
+// nothing more arrives for a moment.
+func read(t *testing.T, src *kafka.Source, n, max int) []dataflow.Record {
+	t.Helper()
+	var out []dataflow.Record
+	deadline := time.Now().Add(20 * time.Second)
+	for len(out) < n {
+		if time.Now().After(deadline) {
+			t.Fatalf("read %d records, want %d", len(out), n)
+		}
+		b := dataflow.NewBatch(max)
+		if err := src.Next(context.Background(), b, max); err != nil {
+			t.Fatalf("next: %v", err)
+		}
+		if b.Len() > max {
+			t.Fatalf("next returned %d records, max %d", b.Len(), max)
+		}
+		out = append(out, b.Records...)
+	}
+	if len(out) != n {
+		t.Fatalf("read %d records, want %d", len(out), n)
+	}
+	return out
+}
+
+func expectNothing(t *testing.T, src *kafka.Source) {
+	t.Helper()
+	for range 3 {
+		b := dataflow.NewBatch(10)
+		if err := src.Next(context.Background(), b, 10); err != nil {
+			t.Fatal(err)
+		}
+		if b.Len() > 0 {
+			t.Fatalf("unexpected record %q", b.Records[0].Value)
+		}
+	}
+}
+
+func values(recs []dataflow.Record) []string {
+	var vs []string
+	for _, r := range recs {
+		vs = append(vs, string(r.Value))
+	}
+	sort.Strings(vs)
+	return vs
+}
+
+func seq(from, n int, keep func(int) bool) []string {
+	var vs []string
+	for i := from; i < from+n; i++ {
+		if keep == nil || keep(i) {
+			vs = append(vs, fmt.Sprintf("v%d", i))
+		}
+	}
+	sort.Strings(vs)
+	return vs
+}
+
+func TestSourceSplitsPartitionsAndMapsRecords(t *testing.T) {
+	br := kafkatest.Start(t, kafkatest.Options{Brokers: 3, Topics: map[string]int{"in": 4}})
+	produce(t, br.Addrs(), "in", 4, 0, 200)
+	for sub := range 2 {
+		src := open(t, br.Addrs(), []string{"in"}, "", sub, 2)
+		recs := read(t, src, 100, 64)
+		expectNothing(t, src)
+		// Partitions 0, 2 go to subtask 0; 1, 3 to subtask 1.
+		if got, want := values(recs), seq(0, 200, func(i int) bool { return (i%4)%2 == sub }); strings.Join(got, ",") != strings.Join(want, ",") {
+			t.Fatalf("subtask %d read %v\nwant %v", sub, got, want)
+		}
+		for _, r := range recs {
+			var i int
+			fmt.Sscanf(string(r.Value), "v%d", &i)
+			if string(r.Key) != fmt.Sprintf("k%d", i) {
+				t.Errorf("key %q for value %q", r.Key, r.Value)
+			}
+			if r.Timestamp != baseTime.UnixMilli()+int64(i) {
+				t.Errorf("timestamp %d for value %q", r.Timestamp, r.Value)
+			}
+			if len(r.Headers) != 1 || r.Headers[0].Key != "h" || string(r.Headers[0].Value) != fmt.Sprint(i) {
+				t.Errorf("headers %v for value %q", r.Headers, r.Value)
+			}
+		}
+	}
+}
+
+func TestSourceSeveralTopicsAndParallelismAbovePartitions(t *testing.T) {
+	br := kafkatest.Start(t, kafkatest.Options{Topics: map[string]int{"a": 1, "b": 2}})
+	produce(t, br.Addrs(), "a", 1, 0, 10)
+	produce(t, br.Addrs(), "b", 2, 10, 10)
+	var all []dataflow.Record
+	// a/0, b/0 → subtask 0; b/1 → subtask 1; subtask 2 owns nothing.
+	want := []int{15, 5, 0}
+	for sub := range 3 {
+		src := open(t, br.Addrs(), []string{"a", "b"}, jobspec.KafkaStartEarliest, sub, 3)
+		all = append(all, read(t, src, want[sub], 7)...)
+		expectNothing(t, src)
+	}
+	if got, want := values(all), seq(0, 20, nil); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("read %v\nwant %v", got, want)
+	}
+}
+
+func TestSourcePositionRoundTrip(t *testing.T) {
+	br := kafkatest.Start(t, kafkatest.Options{Topics: map[string]int{"in": 3}})
+	produce(t, br.Addrs(), "in", 3, 0, 90)
+	a := open(t, br.Addrs(), []string{"in"}, "", 0, 1)
+	first := read(t, a, 40, 10)
+	pos, err := a.Position()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Records buffered in the client but not returned must not count.
+	a.Close()
+
+	b := open(t, br.Addrs(), []string{"in"}, jobspec.KafkaStartLatest, 0, 1)
+	if err := b.Seek(pos); err != nil {
+		t.Fatalf("seek %s: %v", pos, err)
+	}
+	rest := read(t, b, 50, 10)
+	expectNothing(t, b)
+	if got, want := values(append(first, rest...)), seq(0, 90, nil); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("read %v\nwant %v (position %s)", got, want, pos)
+	}
+	pos2, err := b.Position()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(pos2) != `{"in":{"0":30,"1":30,"2":30}}` {
+		t.Errorf("final position %s", pos2)
+	}
+
+	c := open(t, br.Addrs(), []string{"in"}, "", 0, 1)
+	for _, bad := range []string{"not json", `{"in":{"x":1}}`, `{"in":{"7":1}}`, `{"other":{"0":1}}`, `{"in":{"0":-1}}`} {
+		if err := c.Seek([]byte(bad)); !errors.Is(err, kafka.ErrBadPosition) {
+			t.Errorf("Seek(%s) = %v, want ErrBadPosition", bad, err)
+		}
+	}
+}
+
+func TestSourceStartLatest(t *testing.T) {
+	br := kafkatest.Start(t, kafkatest.Options{Topics: map[string]int{"in": 2}})
+	produce(t, br.Addrs(), "in", 2, 0, 10)
+	src := open(t, br.Addrs(), []string{"in"}, jobspec.KafkaStartLatest, 0, 1)
+	pos, _ := src.Position()
+	if string(pos) != `{"in":{"0":5,"1":5}}` {
+		t.Errorf("latest position %s", pos)
+	}
+	expectNothing(t, src)
+	produce(t, br.Addrs(), "in", 2, 10, 6)
+	if got, want := values(read(t, src, 6, 100)), seq(10, 6, nil); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("read %v, want %v", got, want)
+	}
+}
+
+func TestSourceUnknownTopic(t *testing.T) {
+	br := kafkatest.Start(t, kafkatest.Options{Topics: map[string]int{"in": 1}})
+	src, err := kafka.NewSource(kafka.SourceConfig{Brokers: br.Addrs(), Topics: []string{"in", "nope"}, MetadataTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	err = src.Open(context.Background(), dataflow.TaskInfo{})
+	if !errors.Is(err, kafka.ErrUnknownTopic) || !strings.Contains(err.Error(), `"nope"`) {
+		t.Fatalf("open = %v, want ErrUnknownTopic naming nope", err)
+	}
+}
+
+func TestSourceUnreachableBrokerTimesOut(t *testing.T) {
+	br := kafkatest.Start(t, kafkatest.Options{Topics: map[string]int{"in": 1}})
+	addrs := br.Addrs()
+	br.Stop()
+	src, err := kafka.NewSource(kafka.SourceConfig{Brokers: addrs, Topics: []string{"in"}, MetadataTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	start := time.Now()
+	if err := src.Open(context.Background(), dataflow.TaskInfo{}); err == nil {
+		t.Fatal("open against a stopped broker succeeded")
+	} else if d := time.Since(start); d < 900*time.Millisecond || d > 10*time.Second {
+		t.Fatalf("open gave up after %v (want about the 1 s timeout): %v", d, err)
+	} else {
+		t.Logf("open: %v", err)
+	}
+
+	// A broker that comes up while Open retries is found.
+	src2, err := kafka.NewSource(kafka.SourceConfig{Brokers: addrs, Topics: []string{"in"}, MetadataTimeout: 20 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src2.Close()
+	started := make(chan error, 1)
+	go func() {
+		time.Sleep(time.Second)
+		started <- br.TryStart()
+	}()
+	if err := src2.Open(context.Background(), dataflow.TaskInfo{}); err != nil {
+		t.Fatalf("open while the broker starts: %v", err)
+	}
+	if err := <-started; err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestBrokerRestart(t *testing.T) {
+	br := kafkatest.Start(t, kafkatest.Options{Topics: map[string]int{"in": 1}})
+	produce(t, br.Addrs(), "in", 1, 0, 3)
+	br.Stop()
+	br.Start()
+	// kfake keeps data in memory: the topic is back, empty.
+	produce(t, br.Addrs(), "in", 1, 3, 3)
+	src := open(t, br.Addrs(), []string{"in"}, "", 0, 1)
+	if got, want := values(read(t, src, 3, 10)), seq(3, 3, nil); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("read %v, want %v", got, want)
+	}
+}
+
+func TestKcatProducer(t *testing.T) {
+	kcat, err := exec.LookPath("kcat")
+	if err != nil {
+		t.Skip("kcat not installed (apt-get install kcat)")
+	}
+	br := kafkatest.Start(t, kafkatest.Options{Topics: map[string]int{"in": 2}})
+	var in strings.Builder
+	for i := range 20 {
+		fmt.Fprintf(&in, "k%d:v%d\n", i, i)
+	}
+	cmd := exec.Command(kcat, "-P", "-b", br.Bootstrap(), "-t", "in", "-K", ":", "-H", "src=kcat")
+	cmd.Stdin = strings.NewReader(in.String())
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("kcat: %v\n%s", err, out)
+	}
+	// kcat partitions by key hash: read all from one subtask of 1.
+	recs := read(t, open(t, br.Addrs(), []string{"in"}, "", 0, 1), 20, 100)
+	if got, want := values(recs), seq(0, 20, nil); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("read %v, want %v", got, want)
+	}
+	for _, r := range recs {
+		if "v"+strings.TrimPrefix(string(r.Key), "k") != string(r.Value) {
+			t.Errorf("key %q value %q", r.Key, r.Value)
+		}
+		if len(r.Headers) != 1 || r.Headers[0].Key != "src" || string(r.Headers[0].Value) != "kcat" {
+			t.Errorf("headers %v", r.Headers)
+		}
+		if r.Timestamp <= 0 {
+			t.Errorf("timestamp %d", r.Timestamp)
+		}
+	}
+}
