@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -14,7 +13,6 @@ import (
 	"google.golang.org/grpc/status"
 
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
-	"github.com/eddy-stream/eddy/proto/rpc"
 )
 
 // outlet is a producer task's end of one channel to one consumer task.
@@ -236,43 +234,4 @@ func (o *remoteOutlet) abort() {
 		o.cancel()
 		<-o.done // Recv returns at once once the call is cancelled
 	}
-}
-
-// connPool holds one client connection per peer address for the duration
-// of a RunDeployment: every channel to a worker multiplexes over it.
-type connPool struct {
-	mu     sync.Mutex
-	conns  map[string]*grpc.ClientConn
-	closed bool
-}
-
-func newConnPool() *connPool { return &connPool{conns: map[string]*grpc.ClientConn{}} }
-
-func (p *connPool) get(addr string) (*grpc.ClientConn, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return nil, errors.New("dataflow: connection pool closed")
-	}
-	if c := p.conns[addr]; c != nil {
-		return c, nil
-	}
-	c, err := grpc.NewClient(addr, rpc.DialOptions()...)
-	if err != nil {
-		return nil, fmt.Errorf("worker %s: %w", addr, err)
-	}
-	p.conns[addr] = c
-	return c, nil
-}
-
-func (p *connPool) close() error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.closed = true
-	var errs []error
-	for _, c := range p.conns {
-		errs = append(errs, c.Close())
-	}
-	clear(p.conns)
-	return errors.Join(errs...)
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/proto/rpc"
 )
 
 // TaskSpec is one task of a job: one parallel instance (subtask) of a
@@ -400,7 +401,7 @@ func (j *Job) StartDeployment(ctx context.Context, d Deployment, ex *Exchange) (
 			cancel(err)
 		})
 	}
-	pool := newConnPool()
+	pool := rpc.NewPool() // one connection per peer for this run
 	r := &Running{job: j, cp: cp, done: make(chan struct{})}
 
 	var tasks []*task
@@ -435,7 +436,7 @@ func (j *Job) StartDeployment(ctx context.Context, d Deployment, ex *Exchange) (
 	if ex != nil && len(dep.gates) > 0 {
 		if err := ex.register(dep); err != nil {
 			cancel(nil)
-			pool.close()
+			pool.Close()
 			return nil, fmt.Errorf("job %s: %w", j.spec.Name, err)
 		}
 	}
@@ -454,7 +455,7 @@ func (j *Job) StartDeployment(ctx context.Context, d Deployment, ex *Exchange) (
 		if ex != nil && len(dep.gates) > 0 {
 			ex.unregister(dep)
 		}
-		pool.close()
+		pool.Close()
 		cancel(nil)
 		r.sum = &Summary{Job: j.spec.Name, Nodes: j.Stats(), Elapsed: time.Since(start)}
 		switch {

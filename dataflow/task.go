@@ -11,6 +11,7 @@ import (
 
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
+	"github.com/eddy-stream/eddy/proto/rpc"
 	"github.com/eddy-stream/eddy/sdk/go/jsonscan"
 	"github.com/eddy-stream/eddy/state"
 )
@@ -55,7 +56,7 @@ type task struct {
 	subtask int
 	id      string // TaskSpec.ID
 	dep     *deployment
-	pool    *connPool
+	pool    *rpc.Pool
 	metrics *taskMetrics
 	// input is the task's input gate; nil for a source task.
 	input *inputGate
@@ -224,7 +225,7 @@ func (t *task) openOutputs(ctx context.Context) error {
 				Edge: o.edge(), ChannelIndex: uint32(o.channel(t.subtask)),
 			}}
 			t.outs[i][s] = ro
-			conn, err := t.pool.get(addr)
+			conn, err := t.pool.Get(addr)
 			if err != nil {
 				return mark(fmt.Errorf("output to worker %s: %w", addr, err), ErrChannelLost)
 			}

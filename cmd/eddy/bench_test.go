@@ -26,25 +26,13 @@ func BenchmarkClusterThroughput(b *testing.B) {
 	var cluster, standalone time.Duration
 	for b.Loop() {
 		spec, _ := inlineSpec(b, strings.NewReplacer("RATE", "0", "MODULE", module).Replace(job))
-		r := eddy(b, "run", spec)
-		if r.code != 0 {
-			b.Fatal(r.stderr)
-		}
 		// The job's own time, from submission, as the cluster's below:
 		// not the process start.
-		m := regexp.MustCompile(`finished in (\S+)`).FindStringSubmatch(r.stderr)
-		if m == nil {
-			b.Fatalf("no elapsed time in\n%s", r.stderr)
-		}
-		d, err := time.ParseDuration(m[1])
-		if err != nil {
-			b.Fatal(err)
-		}
-		standalone += d
+		standalone += runElapsed(b, spec)
 
 		spec, _ = inlineSpec(b, strings.NewReplacer("RATE", "0", "MODULE", "counter").Replace(job))
 		start := time.Now()
-		r = c.eddyOK(b, "job submit", spec)
+		r := c.eddyOK(b, "job submit", spec)
 		if r.code != 0 {
 			b.Fatal(r.stderr)
 		}
@@ -102,27 +90,12 @@ func BenchmarkLeaderFailover(b *testing.B) {
 // checkpoints; the ratio is the throughput kept with checkpointing.
 func BenchmarkCheckpointOverhead(b *testing.B) {
 	module := repoRoot(b) + "/udfs/build/counter-c.wasm"
-	elapsed := func(spec string) time.Duration {
-		r := eddy(b, "run", spec)
-		if r.code != 0 {
-			b.Fatal(r.stderr)
-		}
-		m := regexp.MustCompile(`finished in (\S+)`).FindStringSubmatch(r.stderr)
-		if m == nil {
-			b.Fatalf("no elapsed time in\n%s", r.stderr)
-		}
-		d, err := time.ParseDuration(m[1])
-		if err != nil {
-			b.Fatal(err)
-		}
-		return d
-	}
 	var with, without time.Duration
 	for b.Loop() {
 		spec, _ := ftSpec(b, 2, 0, module, "")
-		without += elapsed(spec)
+		without += runElapsed(b, spec)
 		spec, _ = ftSpec(b, 2, 0, module, "file://"+b.TempDir())
-		with += elapsed(spec)
+		with += runElapsed(b, spec)
 	}
 	b.ReportMetric(60000*float64(b.N)/without.Seconds(), "plain-rec/s")
 	b.ReportMetric(60000*float64(b.N)/with.Seconds(), "checkpointed-rec/s")
@@ -197,35 +170,39 @@ nodes:
     input: top
     sink: {discard: {}}
 `
-	elapsed := func(spec string) time.Duration {
-		r := eddy(b, "run", spec)
-		if r.code != 0 {
-			b.Fatal(r.stderr)
-		}
-		m := regexp.MustCompile(`finished in (\S+)`).FindStringSubmatch(r.stderr)
-		if m == nil {
-			b.Fatalf("no elapsed time in\n%s", r.stderr)
-		}
-		d, err := time.ParseDuration(m[1])
-		if err != nil {
-			b.Fatal(err)
-		}
-		return d
-	}
 	for _, backend := range []string{"pebble", "memory"} {
 		b.Run(backend, func(b *testing.B) {
 			var with, without time.Duration
 			for b.Loop() {
 				text := strings.NewReplacer("BACKEND", backend, "CHECKPOINT\n", "").Replace(job)
 				spec, _ := inlineSpec(b, text)
-				without += elapsed(spec)
+				without += runElapsed(b, spec)
 				text = strings.NewReplacer("BACKEND", backend, "CHECKPOINT", "checkpoint: {interval: 500ms, storage: \"file://"+b.TempDir()+"\"}").Replace(job)
 				spec, _ = inlineSpec(b, text)
-				with += elapsed(spec)
+				with += runElapsed(b, spec)
 			}
 			b.ReportMetric(records*float64(b.N)/without.Seconds(), "plain-rec/s")
 			b.ReportMetric(records*float64(b.N)/with.Seconds(), "checkpointed-rec/s")
 			b.ReportMetric(without.Seconds()/with.Seconds(), "checkpointed/plain")
 		})
 	}
+}
+
+// runElapsed runs `eddy run spec` and returns the job's own time, from
+// submission to its end, as the summary reports it.
+func runElapsed(b *testing.B, spec string) time.Duration {
+	b.Helper()
+	r := eddy(b, "run", spec)
+	if r.code != 0 {
+		b.Fatal(r.stderr)
+	}
+	m := regexp.MustCompile(`finished in (\S+)`).FindStringSubmatch(r.stderr)
+	if m == nil {
+		b.Fatalf("no elapsed time in\n%s", r.stderr)
+	}
+	d, err := time.ParseDuration(m[1])
+	if err != nil {
+		b.Fatal(err)
+	}
+	return d
 }

@@ -112,9 +112,9 @@ type Worker struct {
 
 	mu      sync.Mutex
 	jobs    map[jobAttempt]*running
-	target  string // the coordinator heartbeats go to: the leader, when known
-	next    int    // the next entry of Coordinators to try
-	conns   map[string]*grpc.ClientConn
+	target  string                  // the coordinator heartbeats go to: the leader, when known
+	next    int                     // the next entry of Coordinators to try
+	pool    *rpc.Pool               // connections to coordinators
 	modules map[string]*host.Module // by sha256
 	// ended keeps the per-node counters of each job's latest ended
 	// deployment, for NodeStats after the leader released its tasks.
@@ -174,7 +174,7 @@ func New(cfg Config) (*Worker, error) {
 		cfg:      cfg,
 		instance: hex.EncodeToString(id[:]),
 		jobs:     map[jobAttempt]*running{},
-		conns:    map[string]*grpc.ClientConn{},
+		pool:     rpc.NewPool(),
 		modules:  map[string]*host.Module{},
 		ended:    map[string][]dataflow.NodeSummary{},
 		stores:   map[string]storage.Store{},
@@ -262,10 +262,8 @@ func (w *Worker) Stop() {
 	}
 	w.server.Stop()
 	w.mu.Lock()
-	for _, c := range w.conns {
-		c.Close()
-	}
-	w.conns = map[string]*grpc.ClientConn{}
+	w.pool.Close()
+	w.pool = rpc.NewPool()
 	for _, st := range w.stores {
 		st.Close()
 	}
@@ -275,16 +273,9 @@ func (w *Worker) Stop() {
 
 func (w *Worker) conn(addr string) (*grpc.ClientConn, error) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
-	if c := w.conns[addr]; c != nil {
-		return c, nil
-	}
-	c, err := grpc.NewClient(addr, rpc.DialOptions()...)
-	if err != nil {
-		return nil, err
-	}
-	w.conns[addr] = c
-	return c, nil
+	pool := w.pool
+	w.mu.Unlock()
+	return pool.Get(addr)
 }
 
 // call runs fn against the current target coordinator, following a

@@ -588,7 +588,7 @@ func (c *Coordinator) clusterInfo(ctx context.Context, t *term, _ *eddyv1.Cluste
 
 // probe reports whether the coordinator at addr answers a health check.
 func (c *Coordinator) probe(ctx context.Context, addr string) bool {
-	conn, err := c.conns.get(addr)
+	conn, err := c.conns.Get(addr)
 	if err != nil {
 		return false
 	}

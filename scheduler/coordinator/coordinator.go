@@ -39,7 +39,7 @@ type Coordinator struct {
 	server *grpc.Server
 	health *health.Server
 	addr   string // advertised API address
-	conns  *connPool
+	conns  *rpc.Pool
 	// stores are the checkpoint storages opened; checkpointStorage is the
 	// default URL.
 	stores            *storeCache
@@ -92,7 +92,7 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 		log:               cfg.Logger.With("coordinator", cfg.NodeID),
 		now:               now,
 		fsm:               fsm.New(),
-		conns:             newConnPool(),
+		conns:             rpc.NewPool(),
 		stores:            &storeCache{open: open, stores: map[string]storage.Store{}},
 		checkpointStorage: defaultStorage,
 		cpConfigs:         map[string]checkpointConfigEntry{},
@@ -274,7 +274,7 @@ func (c *Coordinator) Stop() {
 			c.log.Warn("raft shutdown", "err", err)
 		}
 	}
-	c.conns.close()
+	c.conns.Close()
 	c.stores.close()
 	c.log.Info("coordinator stopped")
 }
@@ -443,7 +443,7 @@ func serve[Req any, Resp any](ctx context.Context, c *Coordinator, method string
 	if addr == "" || addr == c.addr {
 		return zero, rpc.NotLeaderError(id, "")
 	}
-	conn, err := c.conns.get(addr)
+	conn, err := c.conns.Get(addr)
 	if err != nil {
 		return zero, status.Errorf(codes.Unavailable, "forward to the leader %s at %s: %v", id, addr, err)
 	}
@@ -480,40 +480,4 @@ func (c *Coordinator) toStatus(err error) error {
 	}
 	c.log.Error("internal error", "err", err)
 	return status.Error(codes.Internal, err.Error())
-}
-
-// connPool holds one client connection per peer address.
-type connPool struct {
-	mu     sync.Mutex
-	conns  map[string]*grpc.ClientConn
-	closed bool
-}
-
-func newConnPool() *connPool { return &connPool{conns: map[string]*grpc.ClientConn{}} }
-
-func (p *connPool) get(addr string) (*grpc.ClientConn, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.closed {
-		return nil, errors.New("coordinator stopped")
-	}
-	if cc, ok := p.conns[addr]; ok {
-		return cc, nil
-	}
-	cc, err := grpc.NewClient(addr, rpc.DialOptions()...)
-	if err != nil {
-		return nil, err
-	}
-	p.conns[addr] = cc
-	return cc, nil
-}
-
-func (p *connPool) close() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.closed = true
-	for _, cc := range p.conns {
-		cc.Close()
-	}
-	p.conns = nil
 }

@@ -40,7 +40,7 @@ func (c *Coordinator) join(ctx context.Context) error {
 
 // askToJoin calls Control.Join at addr with this member's addresses.
 func (c *Coordinator) askToJoin(ctx context.Context, addr string) error {
-	conn, err := c.conns.get(addr)
+	conn, err := c.conns.Get(addr)
 	if err != nil {
 		return err
 	}
