@@ -148,7 +148,10 @@ func (b *Batch) AddOwned(r Record) { b.Records = append(b.Records, r) }
 
 // TaskInfo tells an operator, source or sink which parallel instance it is.
 type TaskInfo struct {
-	Job         string
+	Job string // the spec's name
+	// JobID names the job for as long as it runs, across attempts (the
+	// cluster's job id; in a process of its own, unique in the process).
+	JobID       string
 	Node        string
 	Subtask     int // 0-based
 	Parallelism int

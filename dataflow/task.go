@@ -98,7 +98,11 @@ type task struct {
 }
 
 func (t *task) info(v *vertex) TaskInfo {
-	info := TaskInfo{Job: t.job.spec.Name, Node: v.node.Name, Subtask: t.subtask, Parallelism: v.parallelism, MaxParallelism: t.job.spec.MaxParallelism,
+	jobID := t.job.id
+	if t.dep != nil && t.dep.JobID != "" {
+		jobID = t.dep.JobID
+	}
+	info := TaskInfo{Job: t.job.spec.Name, JobID: jobID, Node: v.node.Name, Subtask: t.subtask, Parallelism: v.parallelism, MaxParallelism: t.job.spec.MaxParallelism,
 		Checkpointing: t.cp != nil}
 	if t.restore != nil {
 		info.RestoredCheckpoint = t.restore.id

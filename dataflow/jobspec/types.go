@@ -165,9 +165,10 @@ type SourceSpec struct {
 
 // SinkSpec is exactly one sink connector.
 type SinkSpec struct {
-	File    *FileSinkSpec `yaml:"file"`
-	Stdout  *StdoutSpec   `yaml:"stdout"`
-	Discard *DiscardSpec  `yaml:"discard"`
+	File    *FileSinkSpec  `yaml:"file"`
+	Stdout  *StdoutSpec    `yaml:"stdout"`
+	Discard *DiscardSpec   `yaml:"discard"`
+	Kafka   *KafkaSinkSpec `yaml:"kafka"`
 }
 
 // Generator kinds.
@@ -216,8 +217,10 @@ type FileSourceSpec struct {
 
 // Kafka source start positions.
 const (
-	KafkaStartEarliest = "earliest"
-	KafkaStartLatest   = "latest"
+	KafkaStartEarliest  = "earliest"
+	KafkaStartLatest    = "latest"
+	KafkaStartTimestamp = "timestamp" // the first offset at or after StartTimestamp
+	KafkaStartGroup     = "group"     // the group's committed offsets
 )
 
 // KafkaSourceSpec reads one or more Kafka topics. Partitions are split over
@@ -226,10 +229,54 @@ const (
 type KafkaSourceSpec struct {
 	// Brokers are bootstrap host:port addresses.
 	Brokers []string `yaml:"brokers"`
-	Topics  []string `yaml:"topics"`
-	// Start is "earliest" (the default) or "latest"; it applies when the
-	// job does not start from a checkpoint.
+	// Topics names the topics; TopicPattern instead matches topic names
+	// with an RE2 regular expression (anchored: the whole name matches),
+	// resolved when the source opens. Exactly one of the two is set.
+	Topics       []string `yaml:"topics"`
+	TopicPattern string   `yaml:"topic_pattern"`
+	// Start is "earliest" (the default), "latest", "timestamp" (the first
+	// record at or after StartTimestamp) or "group" (Group's committed
+	// offsets; partitions it has none for start at the earliest). It
+	// applies when the job does not start from a checkpoint.
 	Start string `yaml:"start"`
+	// StartTimestamp is RFC 3339 or milliseconds since the epoch.
+	StartTimestamp string `yaml:"start_timestamp"`
+	// Group is a consumer group: with start: group the source starts at
+	// its committed offsets, and whenever a checkpoint completes the
+	// source commits the checkpoint's offsets to it (for monitoring and
+	// for start: group; Eddy restores from its checkpoints, not from the
+	// group). The source does not join the group.
+	Group string `yaml:"group"`
+}
+
+// Kafka sink delivery guarantees.
+const (
+	KafkaAtLeastOnce = "at_least_once"
+	KafkaExactlyOnce = "exactly_once"
+)
+
+// KafkaSinkSpec writes records to a Kafka topic: the record's key (or
+// KeyField), value, headers and timestamp.
+type KafkaSinkSpec struct {
+	Brokers []string `yaml:"brokers"`
+	Topic   string   `yaml:"topic"`
+	// Delivery is "at_least_once" (the default: records are flushed when
+	// a checkpoint is taken) or "exactly_once" (records are written in
+	// Kafka transactions committed when the checkpoint completes; needs a
+	// checkpoint section, and consumers reading with read_committed).
+	Delivery string `yaml:"delivery"`
+	// TransactionalIDPrefix names the sink's transactions: ids are
+	// PREFIX-SUBTASK-N. Default eddy-JOBID-NODE. Two running jobs must not
+	// share a prefix.
+	TransactionalIDPrefix string `yaml:"transactional_id_prefix"`
+	// TransactionTimeout is how long the broker keeps a transaction open
+	// before aborting it; it must exceed the checkpoint interval plus the
+	// time a checkpoint takes. Default 60s; the broker caps it
+	// (transaction.max.timeout.ms, 15 minutes by default).
+	TransactionTimeout Duration `yaml:"transaction_timeout"`
+	// KeyField, when set, takes the Kafka key from this top-level JSON
+	// field of the value instead of the record's key.
+	KeyField string `yaml:"key_field"`
 }
 
 // FileSinkSpec writes one JSON value per line.

@@ -72,7 +72,7 @@ func (s *Spec) validate(loc string) error {
 		if s.NodeParallelism(n) > s.MaxParallelism {
 			return errAt(loc, n.Line, "node %q: parallelism %d is above max_parallelism %d", n.Name, s.NodeParallelism(n), s.MaxParallelism)
 		}
-		if err := n.checkKind(loc); err != nil {
+		if err := n.checkKind(loc, s.Checkpoint != nil); err != nil {
 			return err
 		}
 	}
@@ -127,7 +127,7 @@ func nearest(name string, byName map[string]*Node) string {
 	return fmt.Sprintf(" (did you mean %q?)", best)
 }
 
-func (n *Node) checkKind(loc string) error {
+func (n *Node) checkKind(loc string, checkpointing bool) error {
 	kinds := 0
 	for _, set := range []bool{n.Source != nil, n.Wasm != nil, n.Window != nil, n.Sink != nil} {
 		if set {
@@ -155,21 +155,8 @@ func (n *Node) checkKind(loc string) error {
 			return errAt(loc, n.Line, "node %q: event_time durations must not be negative", n.Name)
 		}
 		if k := n.Source.Kafka; k != nil {
-			if len(k.Brokers) == 0 {
-				return errAt(loc, n.Line, "node %q: source.kafka needs brokers", n.Name)
-			}
-			if len(k.Topics) == 0 {
-				return errAt(loc, n.Line, "node %q: source.kafka needs topics", n.Name)
-			}
-			for _, t := range k.Topics {
-				if t == "" {
-					return errAt(loc, n.Line, "node %q: source.kafka has an empty topic name", n.Name)
-				}
-			}
-			switch k.Start {
-			case "", KafkaStartEarliest, KafkaStartLatest:
-			default:
-				return errAt(loc, n.Line, "node %q: source.kafka.start %q (want %q or %q)", n.Name, k.Start, KafkaStartEarliest, KafkaStartLatest)
+			if err := k.check(); err != nil {
+				return errAt(loc, n.Line, "node %q: source.kafka: %v", n.Name, err)
 			}
 		}
 		return oneOf(loc, n, "source", n.Source.Generator != nil, n.Source.File != nil, n.Source.Kafka != nil)
@@ -188,7 +175,12 @@ func (n *Node) checkKind(loc string) error {
 		if n.Sink.File != nil && n.Sink.File.Path == "" {
 			return errAt(loc, n.Line, "node %q: sink.file needs a path", n.Name)
 		}
-		return oneOf(loc, n, "sink", n.Sink.File != nil, n.Sink.Stdout != nil, n.Sink.Discard != nil)
+		if k := n.Sink.Kafka; k != nil {
+			if err := k.check(checkpointing); err != nil {
+				return errAt(loc, n.Line, "node %q: sink.kafka: %v", n.Name, err)
+			}
+		}
+		return oneOf(loc, n, "sink", n.Sink.File != nil, n.Sink.Stdout != nil, n.Sink.Discard != nil, n.Sink.Kafka != nil)
 	default:
 		if len(n.Input) == 0 {
 			return errAt(loc, n.Line, "node %q needs an input", n.Name)
