@@ -83,6 +83,12 @@ func (r Registry) NewSink(spec *jobspec.SinkSpec, baseDir string) (dataflow.Sink
 			w = os.Stdout
 		}
 		return &stdoutSink{w: w, prefix: spec.Stdout.Prefix}, nil
+	case "kafka":
+		cfg, err := kafka.SinkConfigFromSpec(spec.Kafka)
+		if err != nil {
+			return nil, fmt.Errorf("kafka sink: %w: %v", ErrBadSpec, err)
+		}
+		return kafka.NewSink(cfg)
 	default: // "discard"
 		return &discardSink{}, nil
 	}
@@ -136,7 +142,10 @@ func sinkKind(spec *jobspec.SinkSpec) (string, error) {
 	if spec.Discard != nil {
 		set = append(set, "discard")
 	}
-	return exactlyOne("sink", set, "file, stdout, discard")
+	if spec.Kafka != nil {
+		set = append(set, "kafka")
+	}
+	return exactlyOne("sink", set, "file, stdout, discard, kafka")
 }
 
 func exactlyOne(what string, set []string, known string) (string, error) {
