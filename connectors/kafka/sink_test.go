@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -15,34 +14,10 @@ import (
 	"github.com/eddy-stream/eddy/dataflow"
 )
 
-// kcatRead reads topic from the start to its end with kcat, an
-// independent client (librdkafka), with isolation.level read_committed,
-// one line per record formatted by format (kcat -f, without the newline).
-func kcatRead(t *testing.T, bootstrap, topic, format string) []string {
-	t.Helper()
-	kcat, err := exec.LookPath("kcat")
-	if err != nil {
-		t.Skip("kcat not installed (apt-get install kcat; .ci/run does)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, kcat, "-C", "-b", bootstrap, "-t", topic, "-o", "beginning", "-e", "-q",
-		"-X", "isolation.level=read_committed", "-f", format+`\n`)
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("kcat -C %s: %v", topic, err)
-	}
-	lines := strings.Split(strings.TrimSuffix(string(out), "\n"), "\n")
-	if len(lines) == 1 && lines[0] == "" {
-		return nil
-	}
-	return lines
-}
-
 // committed is the sorted values read_committed sees in topic.
 func committed(t *testing.T, br *kafkatest.Broker, topic string) []string {
 	t.Helper()
-	v := kcatRead(t, br.Bootstrap(), topic, "%s")
+	v := br.ReadCommitted(t, topic, "%s")
 	slices.Sort(v)
 	return v
 }
@@ -197,7 +172,7 @@ func TestSinkAtLeastOnce(t *testing.T) {
 	must(t, s.Write(ctx, b))
 	_, err := s.PreCommit(ctx, 1)
 	must(t, err)
-	got := kcatRead(t, br.Bootstrap(), "out", "%k|%s|%T|%h")
+	got := br.ReadCommitted(t, "out", "%k|%s|%T|%h")
 	if want := []string{`k1|{"v":1}|1700000000123|h=x`}; !slices.Equal(got, want) {
 		t.Fatalf("read %q, want %q", got, want)
 	}
@@ -208,7 +183,7 @@ func TestSinkAtLeastOnce(t *testing.T) {
 	b.AddRecord(&dataflow.Record{Value: []byte(`{"n":2,"card":42}`), Timestamp: dataflow.NoTimestamp})
 	must(t, k.Write(ctx, b))
 	must(t, k.Finish(ctx))
-	got = kcatRead(t, br.Bootstrap(), "keyed", "%k|%s")
+	got = br.ReadCommitted(t, "keyed", "%k|%s")
 	if want := []string{`c-7|{"card":"c-7","n":1}`, `42|{"n":2,"card":42}`}; !slices.Equal(got, want) {
 		t.Fatalf("read %q, want %q", got, want)
 	}

@@ -1,0 +1,244 @@
+package main
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/eddy-stream/eddy/connectors/kafka/kafkatest"
+)
+
+// The Kafka end-to-end tests: a real broker process (cmd/eddy-kafka), input
+// produced and output read by kcat (librdkafka), one coordinator and two
+// worker processes. The job counts each card's transactions with the Wasm
+// counter (keyed state) and writes {"key","count"} to Kafka exactly once;
+// the output read with isolation.level=read_committed must be, for every
+// card with n transactions, the counts 1..n once each.
+
+const kafkaJob = `name: kafka-eos
+parallelism: 2
+checkpoint: {interval: 300ms, timeout: 5s, storage: "file://$OUT/checkpoints"}
+nodes:
+  - name: txns
+    source: {kafka: {brokers: [BROKERS], topics: [txns], start: earliest}}
+  - name: counts
+    input: txns
+    key_by: card
+    wasm: {module: counter}
+  - name: out
+    input: counts
+    sink: {kafka: {brokers: [BROKERS], topic: counts, delivery: DELIVERY, transaction_timeout: 2m}}
+`
+
+// kafkaInput is n transactions of cards card-0…card-(cards-1), keyed by
+// card so that a card's transactions stay in one partition, in order.
+func kafkaInput(n, cards, from int) (lines []string, perCard map[string]int) {
+	perCard = map[string]int{}
+	for i := from; i < from+n; i++ {
+		card := fmt.Sprintf("card-%d", (i*7919)%cards)
+		perCard[card]++
+		lines = append(lines, fmt.Sprintf(`%s:{"card":%q,"amount":%d,"i":%d}`, card, card, i%997, i))
+	}
+	return lines, perCard
+}
+
+// expectedCounts is the counter's output for perCard, sorted.
+func expectedCounts(perCard map[string]int) []string {
+	var out []string
+	for card, n := range perCard {
+		for i := 1; i <= n; i++ {
+			out = append(out, fmt.Sprintf(`{"key":%q,"count":%d}`, card, i))
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// kafkaFixture is the broker, the cluster with the counter module, and
+// the job's spec.
+type kafkaFixture struct {
+	br   *kafkatest.Broker
+	c    *ftCluster
+	spec string
+}
+
+func startKafkaFixture(t *testing.T, delivery string) *kafkaFixture {
+	t.Helper()
+	kafkatest.Kcat(t)
+	br := kafkatest.Start(t, kafkatest.Options{Topics: map[string]int{"txns": 4, "counts": 3}})
+	c := startFT(t, nil, 8)
+	module := filepath.Join(repoRoot(t), "udfs/build/counter-c.wasm")
+	if r := c.client(t, "module", "upload", module, "--name", "counter"); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	text := strings.NewReplacer("BROKERS", br.Bootstrap(), "DELIVERY", delivery).Replace(kafkaJob)
+	spec, _ := inlineSpec(t, text)
+	return &kafkaFixture{br: br, c: c, spec: spec}
+}
+
+func (f *kafkaFixture) submit(t *testing.T) string {
+	t.Helper()
+	r := f.c.client(t, "job", "submit", f.spec)
+	if r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	return strings.TrimSpace(r.stdout)
+}
+
+// produceOver writes chunks of input with kcat, one every gap, in the
+// background; the returned function waits for the last and returns the
+// per-card counts of everything produced.
+func (f *kafkaFixture) produceOver(t *testing.T, chunks, size int, gap time.Duration) func() map[string]int {
+	kcat := kafkatest.Kcat(t)
+	total := map[string]int{}
+	var (
+		wg  sync.WaitGroup
+		err error
+	)
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		for k := range chunks {
+			lines, per := kafkaInput(size, 300, k*size)
+			if err = f.br.ProduceLines(kcat, "txns", lines, true); err != nil {
+				return
+			}
+			for c, n := range per {
+				total[c] += n
+			}
+			time.Sleep(gap)
+		}
+	}()
+	return func() map[string]int {
+		wg.Wait()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return total
+	}
+}
+
+// waitOutput reads the output until it has want's length (or the time is
+// up), lets two more checkpoints pass, and compares it with want.
+func (f *kafkaFixture) waitOutput(t *testing.T, want []string, within time.Duration) {
+	t.Helper()
+	var got []string
+	deadline := time.Now().Add(within)
+	for {
+		got = f.br.ReadCommitted(t, "counts", "%s")
+		if len(got) >= len(want) || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	time.Sleep(time.Second) // later commits would show duplicates
+	got = f.br.ReadCommitted(t, "counts", "%s")
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		missing, extra := diffSorted(want, got)
+		t.Fatalf("read_committed output has %d records, want %d: %d missing (e.g. %q), %d extra (e.g. %q)",
+			len(got), len(want), len(missing), missing[:min(3, len(missing))], len(extra), extra[:min(3, len(extra))])
+	}
+}
+
+// diffSorted returns what is in a and not in b, and what is in b and not
+// in a, as multisets.
+func diffSorted(a, b []string) (onlyA, onlyB []string) {
+	i, j := 0, 0
+	for i < len(a) || j < len(b) {
+		switch {
+		case j == len(b) || (i < len(a) && a[i] < b[j]):
+			onlyA = append(onlyA, a[i])
+			i++
+		case i == len(a) || b[j] < a[i]:
+			onlyB = append(onlyB, b[j])
+			j++
+		default:
+			i++
+			j++
+		}
+	}
+	return onlyA, onlyB
+}
+
+// TestKafkaExactlyOnceUnderKills kills a worker three times while input
+// arrives; the committed output is exact.
+func TestKafkaExactlyOnceUnderKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	f := startKafkaFixture(t, "exactly_once")
+	id := f.submit(t)
+	wait := f.produceOver(t, 40, 500, 250*time.Millisecond) // 20,000 records over about 12 s
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 2))
+	for range 3 {
+		f.c.waitState(t, id, "RUNNING", time.Minute)
+		time.Sleep(time.Duration(800+rng.IntN(2000)) * time.Millisecond) // the random moment is the point
+		w := rng.IntN(2)
+		f.c.workers[w].kill(t)
+		f.c.workers[w] = f.c.startWorker(t, w)
+	}
+	want := expectedCounts(wait())
+	f.waitOutput(t, want, 2*time.Minute)
+	state, attempt, st := f.c.status(t, id)
+	t.Logf("3 kills: %s at attempt %d, %d checkpoints completed (of the recent ones listed)", state, attempt, completedCheckpoints(st))
+	if attempt < 2 {
+		t.Errorf("attempt %d after 3 kills", attempt)
+	}
+	if r := f.c.client(t, "job", "cancel", id); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+}
+
+// TestKafkaBrokerOutages: the job starts while the broker is down and
+// waits for it (retrying with backoff, no crash); later the broker is
+// killed and restarted mid-run. The committed output is exact.
+func TestKafkaBrokerOutages(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	f := startKafkaFixture(t, "exactly_once")
+	f.br.Stop()
+	id := f.submit(t)
+	time.Sleep(3 * time.Second)
+	if state, _, st := f.c.status(t, id); state == "FAILED" {
+		t.Fatalf("job failed while the broker was down:\n%s", st)
+	}
+	f.br.Start()
+	wait := f.produceOver(t, 20, 500, 250*time.Millisecond)
+	f.c.waitState(t, id, "RUNNING", time.Minute)
+	time.Sleep(2 * time.Second)
+	f.br.Kill()
+	time.Sleep(2 * time.Second)
+	f.br.Start()
+	want := expectedCounts(wait())
+	f.waitOutput(t, want, 2*time.Minute)
+	state, attempt, _ := f.c.status(t, id)
+	t.Logf("after the outages: %s at attempt %d", state, attempt)
+	if r := f.c.client(t, "job", "cancel", id); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+}
+
+// TestKafkaUnknownTopic: a job reading a topic the cluster does not have
+// fails with one clear line.
+func TestKafkaUnknownTopic(t *testing.T) {
+	br := kafkatest.Start(t, kafkatest.Options{Topics: map[string]int{"txns": 1}})
+	spec, _ := inlineSpec(t, fmt.Sprintf(`name: nope
+nodes:
+  - name: in
+    source: {kafka: {brokers: [%q], topics: [nope]}}
+  - name: out
+    input: in
+    sink: {stdout: {}}
+`, br.Bootstrap()))
+	r := eddy(t, "run", spec)
+	if r.code == 0 || !strings.Contains(r.stderr, `unknown topic "nope"`) {
+		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
+	}
+}
