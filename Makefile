@@ -9,8 +9,11 @@ export GOFLAGS ?= -trimpath
 
 all: build
 
+## build: the eddy binary and eddy-kafka, the Kafka-protocol broker for
+## local runs of the Kafka examples.
 build:
 	$(GO) build -o $(BIN) ./cmd/eddy
+	$(GO) build -o bin/eddy-kafka ./cmd/eddy-kafka
 
 ## demo: the main job on the embedded default, printing its result.
 demo: build
@@ -45,6 +48,7 @@ udfs:
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./abi/ ./host/... ./connectors/ ./state/ ./dataflow/window/
 	$(GO) test -run '^$$' -bench 'ClusterThroughput|LeaderFailover|CheckpointOverhead|CheckpointLargeState|Recovery' -benchtime 2x ./cmd/eddy/
+	$(GO) test -run '^$$' -bench 'KafkaPipeline' -benchtime 1x ./cmd/eddy/
 	$(GO) run ./cmd/eddy-bench
 
 ## proto: regenerate the gRPC code under proto/ with the pinned tools

@@ -31,10 +31,10 @@ func TestRegistrySpecErrors(t *testing.T) {
 		{name: "empty source", source: &jobspec.SourceSpec{}, want: "no connector set (want exactly one of generator, file, kafka)"},
 		{name: "two sources", source: &jobspec.SourceSpec{Generator: gen, File: file}, want: "several connectors set (generator, file)"},
 		{name: "file source without path", source: &jobspec.SourceSpec{File: &jobspec.FileSourceSpec{}}, want: "file source: connectors: bad spec: path is empty"},
-		{name: "kafka source without topics", source: &jobspec.SourceSpec{Kafka: &jobspec.KafkaSourceSpec{Brokers: []string{"h:1"}}}, want: "kafka source: connectors: bad spec: topics is empty"},
-		{name: "kafka source with bad start", source: &jobspec.SourceSpec{Kafka: &jobspec.KafkaSourceSpec{Brokers: []string{"h:1"}, Topics: []string{"t"}, Start: "x"}}, want: `unknown start "x"`},
+		{name: "kafka source without topics", source: &jobspec.SourceSpec{Kafka: &jobspec.KafkaSourceSpec{Brokers: []string{"h:1"}}}, want: "kafka source: connectors: bad spec: needs topics or topic_pattern"},
+		{name: "kafka source with bad start", source: &jobspec.SourceSpec{Kafka: &jobspec.KafkaSourceSpec{Brokers: []string{"h:1"}, Topics: []string{"t"}, Start: "x"}}, want: `kafka source: connectors: bad spec: start "x" (want earliest, latest, timestamp or group)`},
 		{name: "nil sink", sink: nil, want: "sink: connectors: bad spec: missing"},
-		{name: "empty sink", sink: &jobspec.SinkSpec{}, want: "no connector set (want exactly one of file, stdout, discard)"},
+		{name: "empty sink", sink: &jobspec.SinkSpec{}, want: "no connector set (want exactly one of file, stdout, discard, kafka)"},
 		{name: "three sinks", sink: &jobspec.SinkSpec{File: &jobspec.FileSinkSpec{Path: "x"}, Stdout: &jobspec.StdoutSpec{}, Discard: &jobspec.DiscardSpec{}}, want: "several connectors set (file, stdout, discard)"},
 		{name: "file sink without path", sink: &jobspec.SinkSpec{File: &jobspec.FileSinkSpec{}}, want: "file sink: connectors: bad spec: path is empty"},
 	}

@@ -179,6 +179,25 @@ type Source interface {
 	Close() error
 }
 
+// SplitSource is implemented by sources whose subtask reads several
+// splits, each in roughly ascending event time of its own, such as the
+// partitions of Kafka topics. The task then keeps event time per split,
+// as Flink does per split: its watermark is the lowest over the splits
+// that are not idle (max timestamp − max_out_of_orderness − 1), so a
+// lagging split holds it back; a split that produced nothing for the
+// event_time idle_timeout stops doing so (without an idle_timeout a
+// split that never produces holds the watermark back forever), and when
+// every split is idle the subtask is. Without event_time it is not used.
+type SplitSource interface {
+	// Splits returns the number n of splits the subtask reads and, for
+	// each record the last Next call appended, in order, the index
+	// (0..n-1) of its split. It is called after every Next, from the
+	// task's goroutine; last may be reused by the following Next. n
+	// does not shrink; 0 means no split (the subtask as a whole goes
+	// idle after idle_timeout).
+	Splits() (n int, last []int32)
+}
+
 // Sink consumes the records of one parallel instance of a sink node.
 type Sink interface {
 	Open(ctx context.Context, info TaskInfo) error

@@ -116,6 +116,27 @@ type Checkpointed interface {
 	Seek(pos []byte) error
 }
 
+// CheckpointListener is implemented by sources that act when a
+// checkpoint completes, such as Kafka committing the checkpoint's
+// offsets to a consumer group. dataflow calls it only when the deployment
+// checkpoints, always from the task's goroutine between two batches, and
+// only for a source that is also Checkpointed.
+//
+// What a listener does must not matter for correctness: a restore reads
+// the checkpoint, not the listener's side effects. So an error from
+// CheckpointCompleted is logged and the task goes on.
+type CheckpointListener interface {
+	// CheckpointTaken tells the source that pos, which its Position
+	// returned, is in the durable snapshot of checkpoint (the task
+	// acknowledged it). A checkpoint taken may never complete.
+	CheckpointTaken(checkpoint int64, pos []byte)
+	// CheckpointCompleted tells the source that checkpoint completed.
+	// Completions are coalesced: checkpoint is the newest completed one,
+	// older ones may never be announced, and it may name a checkpoint
+	// this run never took (one the task restored from or older).
+	CheckpointCompleted(ctx context.Context, checkpoint int64) error
+}
+
 // Transactional is implemented by sinks that take part in the two-phase
 // commit of checkpoints. dataflow calls it only when the deployment
 // checkpoints (TaskInfo.Checkpointing), always from the task's goroutine,

@@ -351,9 +351,11 @@ type Running struct {
 	sum  *Summary // set before done is closed
 	err  error
 
-	// sources and sinks are the mailboxes of the tasks that take triggers
-	// (a source at their head) and completions (a sink at their tail).
-	sources, sinks []*mailbox
+	// sources are the mailboxes of the tasks that take triggers (a source
+	// at their head), completions those of the tasks that hear of
+	// completed checkpoints (a source at their head, which may be a
+	// CheckpointListener, or a sink at their tail), each once.
+	sources, completions []*mailbox
 
 	mu        sync.Mutex
 	triggered int64
@@ -424,8 +426,8 @@ func (j *Job) StartDeployment(ctx context.Context, d Deployment, ex *Exchange) (
 				if c.head().node.Source != nil {
 					r.sources = append(r.sources, t.mailbox)
 				}
-				if c.tail().node.Sink != nil {
-					r.sinks = append(r.sinks, t.mailbox)
+				if c.head().node.Source != nil || c.tail().node.Sink != nil {
+					r.completions = append(r.completions, t.mailbox)
 				}
 			}
 			tasks = append(tasks, t)
@@ -505,10 +507,11 @@ func (r *Running) Trigger(t Trigger) error {
 }
 
 // Complete tells the deployment's sinks that checkpoint id completed:
-// each publishes what it staged for the checkpoints up to id. Repeats and
-// completions that arrive late are harmless.
+// each publishes what it staged for the checkpoints up to id; and its
+// sources that are CheckpointListeners. Repeats and completions that
+// arrive late are harmless.
 func (r *Running) Complete(id int64) {
-	for _, mb := range r.sinks {
+	for _, mb := range r.completions {
 		mb.completed(id)
 	}
 }

@@ -80,15 +80,19 @@ type task struct {
 	nextTick  time.Time
 	eventTime *jobspec.EventTimeSpec
 	maxTs     int64 // source task: the largest event time so far
+	// splits is the source when it reads several splits with event
+	// time of their own (see runSource).
+	splits SplitSource
 
 	// Checkpoints; see task_checkpoint.go.
-	cp        *Checkpointing // nil: the deployment does not checkpoint
-	restore   *restorePoint  // nil: the task starts from scratch
-	mailbox   *mailbox       // triggers and completions; nil without cp
-	align     *aligner       // gate tasks
-	injected  int64          // source task: the newest barrier injected
-	committed int64          // the newest checkpoint the sink committed
-	sinkTx    Transactional  // the chain's sink, when it stages output
+	cp        *Checkpointing     // nil: the deployment does not checkpoint
+	restore   *restorePoint      // nil: the task starts from scratch
+	mailbox   *mailbox           // triggers and completions; nil without cp
+	align     *aligner           // gate tasks
+	injected  int64              // source task: the newest barrier injected
+	committed int64              // the newest checkpoint the sink committed
+	sinkTx    Transactional      // the chain's sink, when it stages output
+	listener  CheckpointListener // the source, when it listens
 	sinkNode  string
 	// prevFiles are the state files the task's previous snapshot in this
 	// run referenced, to tell the incremental size.
@@ -277,6 +281,12 @@ func (t *task) open(ctx context.Context) error {
 			if err := t.restoreSource(v); err != nil {
 				return err
 			}
+			if ss, ok := src.(SplitSource); ok && n.EventTime != nil {
+				t.splits = ss
+			}
+			if l, ok := src.(CheckpointListener); ok && t.cp != nil {
+				t.listener = l
+			}
 			continue
 		case n.Sink != nil:
 			snk, err := j.opts.Connectors.NewSink(n.Sink, j.spec.Dir())
@@ -356,6 +366,12 @@ func (t *task) close() error {
 	return errors.Join(errs...)
 }
 
+// runSource pulls batches from the source and derives the task's
+// watermark from their event times: the largest timestamp seen −
+// max_out_of_orderness − 1 over the subtask, or, for a SplitSource, the
+// lowest of that over the splits that are not idle (splitClock). A
+// subtask that produced nothing for idle_timeout (every split idle) tells
+// its consumers it is idle; its next watermark ends that.
 func (t *task) runSource(ctx context.Context) error {
 	bs := t.job.spec.BatchSize
 	stats := t.chain.head().stats
@@ -371,6 +387,13 @@ func (t *task) runSource(ctx context.Context) error {
 	var field []byte
 	if t.eventTime != nil && t.eventTime.Field != "" {
 		field = []byte(t.eventTime.Field)
+	}
+	// Per-split event time starts empty, after a restore too: the
+	// restored watermark (t.wm) is the floor, and a split holds the
+	// watermark back until it produced or went idle.
+	var clock *splitClock
+	if t.splits != nil {
+		clock = newSplitClock(ooo, idle)
 	}
 	// The source batch is reused when a stage consumes it synchronously;
 	// when the chain is just the source it is sent downstream, so fresh.
@@ -393,8 +416,10 @@ func (t *task) runSource(ctx context.Context) error {
 			b.Reset()
 		}
 		err := t.source.Next(ctx, b, bs)
-		if n := b.Len(); n > 0 {
-			lastRecord = time.Now()
+		now := time.Now()
+		n := b.Len()
+		if n > 0 {
+			lastRecord = now
 			if field != nil {
 				if terr := assignTimestamps(b, field); terr != nil {
 					return fmt.Errorf("source %s: %w", t.chain.head().node.Name, terr)
@@ -405,11 +430,36 @@ func (t *task) runSource(ctx context.Context) error {
 					t.maxTs = max(t.maxTs, b.Records[i].Timestamp)
 				}
 			}
+		}
+		if clock != nil {
+			// Before push: b may go downstream and is read-only there.
+			if serr := t.observeSplits(clock, b, now); serr != nil {
+				return serr
+			}
+		}
+		if n > 0 {
 			stats.Out.Add(int64(n))
 			t.metrics.in.Add(int64(n))
 			if perr := t.push(ctx, b, 0); perr != nil {
 				return perr
 			}
+		}
+		switch {
+		case clock != nil && clock.splits() > 0:
+			wm, allIdle := clock.watermark(now)
+			if allIdle {
+				if !t.idleSent {
+					t.idleSent = true
+					if err := t.broadcast(ctx, message{kind: msgIdle}); err != nil {
+						return err
+					}
+				}
+			} else if wm > t.wm {
+				if err := t.advanceWatermark(ctx, wm); err != nil {
+					return err
+				}
+			}
+		case n > 0:
 			if t.eventTime != nil && t.maxTs != math.MinInt64 {
 				if wm := t.maxTs - ooo - 1; wm > t.wm {
 					if err := t.advanceWatermark(ctx, wm); err != nil {
@@ -417,7 +467,7 @@ func (t *task) runSource(ctx context.Context) error {
 					}
 				}
 			}
-		} else if idle > 0 && !t.idleSent && time.Since(lastRecord) >= idle {
+		case idle > 0 && !t.idleSent && now.Sub(lastRecord) >= idle:
 			t.idleSent = true
 			if err := t.broadcast(ctx, message{kind: msgIdle}); err != nil {
 				return err
@@ -433,6 +483,23 @@ func (t *task) runSource(ctx context.Context) error {
 			return err
 		}
 	}
+}
+
+// observeSplits hands the event times of the records of b, which the
+// source's last Next appended, to clock by split.
+func (t *task) observeSplits(clock *splitClock, b *Batch, now time.Time) error {
+	n, last := t.splits.Splits()
+	if len(last) != b.Len() {
+		return fmt.Errorf("source %s: Splits names the split of %d records, Next appended %d", t.chain.head().node.Name, len(last), b.Len())
+	}
+	clock.grow(n, now)
+	for i, s := range last {
+		if s < 0 || int(s) >= n {
+			return fmt.Errorf("source %s: record of split %d of %d", t.chain.head().node.Name, s, n)
+		}
+		clock.observe(int(s), b.Records[i].Timestamp, now)
+	}
+	return nil
 }
 
 // assignTimestamps sets each record's event time from a JSON field holding

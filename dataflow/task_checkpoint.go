@@ -60,8 +60,9 @@ func (t *task) checkMailbox(ctx context.Context) error {
 	}
 }
 
-// readMailbox commits the sink up to the newest completed checkpoint and
-// injects the barriers of new triggers (source tasks), in order.
+// readMailbox commits the sink up to the newest completed checkpoint,
+// tells a listening source of it, and injects the barriers of new
+// triggers (source tasks), in order.
 func (t *task) readMailbox(ctx context.Context) error {
 	triggers, complete := t.mailbox.take()
 	if complete > t.committed && t.sinkTx != nil {
@@ -69,6 +70,16 @@ func (t *task) readMailbox(ctx context.Context) error {
 			return fmt.Errorf("%s: commit checkpoint %d: %w", t.sinkNode, complete, err)
 		}
 		t.job.log.Debug("sink committed", "task", t.name, "checkpoint", complete)
+	}
+	if complete > t.committed && t.listener != nil {
+		if err := t.listener.CheckpointCompleted(ctx, complete); err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			// Informational (see CheckpointListener): the checkpoint is
+			// what a restore reads.
+			t.job.log.Warn("source could not act on a completed checkpoint", "task", t.name, "checkpoint", complete, "err", err)
+		}
 	}
 	t.committed = max(t.committed, complete)
 	for _, tr := range triggers {
@@ -177,6 +188,9 @@ func (t *task) snapshot(ctx context.Context, b *barrier, start time.Time) (Ack, 
 		return Ack{}, fmt.Errorf("checkpoint %d: write task manifest: %w", b.id, err)
 	}
 	t.prevFiles = files
+	if t.listener != nil {
+		t.listener.CheckpointTaken(b.id, m.Source.Position)
+	}
 	ack.Duration = time.Since(start)
 	return ack, nil
 }

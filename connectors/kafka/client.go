@@ -48,42 +48,49 @@ func retryWhileUnreachable[T any](ctx context.Context, permanent func(error) boo
 	}
 }
 
-// describeTopics asks for the partitions of topics (every topic when
-// topics is nil), retrying while no broker answers; an unknown topic fails
+// topicMeta is what metadata says of a topic.
+type topicMeta struct {
+	name       string
+	id         [16]byte
+	internal   bool
+	partitions []int32
+}
+
+// describeTopics asks for topics (every topic when topics is nil),
+// retrying while no broker answers until ctx ends; an unknown topic fails
 // at once with ErrUnknownTopic.
-func describeTopics(ctx context.Context, cl *kgo.Client, brokers, topics []string) (map[string][]int32, error) {
+func describeTopics(ctx context.Context, cl *kgo.Client, brokers, topics []string) ([]topicMeta, error) {
 	isUnknown := func(err error) bool { return errors.Is(err, ErrUnknownTopic) }
-	return retryWhileUnreachable(ctx, isUnknown, func(ctx context.Context) (map[string][]int32, error) {
+	return retryWhileUnreachable(ctx, isUnknown, func(ctx context.Context) ([]topicMeta, error) {
 		req := kmsg.NewPtrMetadataRequest()
-		if topics == nil {
-			req.Topics = nil // all topics
-		} else {
+		if topics != nil {
 			req.Topics = []kmsg.MetadataRequestTopic{}
-			for _, t := range topics {
-				rt := kmsg.NewMetadataRequestTopic()
-				rt.Topic = kmsg.StringPtr(t)
-				req.Topics = append(req.Topics, rt)
-			}
+		}
+		for _, t := range topics {
+			rt := kmsg.NewMetadataRequestTopic()
+			rt.Topic = kmsg.StringPtr(t)
+			req.Topics = append(req.Topics, rt)
 		}
 		resp, err := req.RequestWith(ctx, cl)
 		if err != nil {
 			return nil, fmt.Errorf("metadata from %v: %w", brokers, err)
 		}
-		out := map[string][]int32{}
+		var out []topicMeta
 		for _, t := range resp.Topics {
-			name := ""
+			m := topicMeta{id: t.TopicID, internal: t.IsInternal}
 			if t.Topic != nil {
-				name = *t.Topic
+				m.name = *t.Topic
 			}
 			if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
 				if errors.Is(err, kerr.UnknownTopicOrPartition) {
-					return nil, fmt.Errorf("%w %q", ErrUnknownTopic, name)
+					return nil, fmt.Errorf("%w %q", ErrUnknownTopic, m.name)
 				}
-				return nil, fmt.Errorf("topic %q: %w", name, err)
+				return nil, fmt.Errorf("topic %q: %w", m.name, err)
 			}
 			for _, p := range t.Partitions {
-				out[name] = append(out[name], p.Partition)
+				m.partitions = append(m.partitions, p.Partition)
 			}
+			out = append(out, m)
 		}
 		return out, nil
 	})

@@ -39,7 +39,9 @@ type SinkConfig struct {
 	Logger      *slog.Logger
 }
 
-// SinkConfigFromSpec turns a checked spec into a SinkConfig.
+// SinkConfigFromSpec checks spec and turns it into a SinkConfig. The
+// checkpoint section is the job's to check: delivery exactly_once without
+// checkpoints is refused by the job spec's validation, not here.
 func SinkConfigFromSpec(spec *jobspec.KafkaSinkSpec) (SinkConfig, error) {
 	if spec == nil {
 		return SinkConfig{}, errors.New("kafka: no spec")
@@ -52,15 +54,7 @@ func SinkConfigFromSpec(spec *jobspec.KafkaSinkSpec) (SinkConfig, error) {
 		TransactionTimeout:    spec.TransactionTimeout.D(),
 		KeyField:              spec.KeyField,
 	}
-	switch {
-	case len(c.Brokers) == 0:
-		return c, errors.New("brokers is empty")
-	case c.Topic == "":
-		return c, errors.New("topic is empty")
-	case spec.Delivery != "" && spec.Delivery != jobspec.KafkaAtLeastOnce && !c.ExactlyOnce:
-		return c, fmt.Errorf("unknown delivery %q", spec.Delivery)
-	}
-	return c, nil
+	return c, spec.Check(true)
 }
 
 // Sink is one parallel instance of a Kafka sink. It implements

@@ -6,8 +6,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"regexp"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
@@ -28,12 +30,35 @@ var ErrUnknownTopic = errors.New("kafka: unknown topic")
 // handle checkpoint barriers between batches of an idle topic.
 const pollWait = 100 * time.Millisecond
 
-// SourceConfig configures a Source.
+// commitTimeout bounds the commit of a completed checkpoint's offsets,
+// which the task waits for between two batches.
+const commitTimeout = 10 * time.Second
+
+// maxTaken bounds the positions kept for checkpoints that have not
+// completed yet (some never do).
+const maxTaken = 32
+
+// SourceConfig configures a Source. ConfigFromSpec fills it from a job
+// spec; its rules are the spec's (jobspec.KafkaSourceSpec).
 type SourceConfig struct {
 	Brokers []string
-	Topics  []string
-	// Start is jobspec.KafkaStartEarliest ("" too) or KafkaStartLatest.
+	// Topics names the topics; TopicPattern instead is an RE2 expression
+	// that whole topic names match, resolved once, at Open. Exactly one
+	// of the two is set.
+	Topics       []string
+	TopicPattern string
+	// Start is jobspec.KafkaStartEarliest ("" too), KafkaStartLatest,
+	// KafkaStartTimestamp (the first record at or after StartMillis;
+	// partitions with none start at their end) or KafkaStartGroup
+	// (Group's committed offsets; partitions without one start at the
+	// earliest). It applies when the task does not restore a checkpoint.
 	Start string
+	// StartMillis is the time, in ms since the epoch, of start: timestamp.
+	StartMillis int64
+	// Group, when set, is the consumer group the offsets of every
+	// completed checkpoint are committed to (as a simple commit: the
+	// source never joins the group).
+	Group string
 	// MetadataTimeout bounds Open's metadata and offset requests; 0 means 30 s.
 	MetadataTimeout time.Duration
 }
@@ -43,39 +68,72 @@ func ConfigFromSpec(spec *jobspec.KafkaSourceSpec) (SourceConfig, error) {
 	if spec == nil {
 		return SourceConfig{}, errors.New("kafka: no spec")
 	}
-	c := SourceConfig{Brokers: spec.Brokers, Topics: spec.Topics, Start: spec.Start}
-	return c, c.check()
+	c := SourceConfig{Brokers: spec.Brokers, Topics: spec.Topics, TopicPattern: spec.TopicPattern, Start: spec.Start, Group: spec.Group}
+	if err := spec.Check(); err != nil {
+		return c, err
+	}
+	if spec.Start == jobspec.KafkaStartTimestamp {
+		ms, err := spec.StartMillis()
+		if err != nil {
+			return c, err
+		}
+		c.StartMillis = ms
+	}
+	return c, nil
 }
 
+// check applies the spec's rules (jobspec.KafkaSourceSpec.Check) to a
+// config built in code.
 func (c SourceConfig) check() error {
-	if len(c.Brokers) == 0 {
-		return errors.New("brokers is empty")
+	spec := jobspec.KafkaSourceSpec{Brokers: c.Brokers, Topics: c.Topics, TopicPattern: c.TopicPattern, Start: c.Start, Group: c.Group}
+	if c.Start == jobspec.KafkaStartTimestamp {
+		spec.StartTimestamp = strconv.FormatInt(c.StartMillis, 10)
 	}
-	if len(c.Topics) == 0 {
-		return errors.New("topics is empty")
-	}
-	for _, t := range c.Topics {
-		if t == "" {
-			return errors.New("empty topic name")
-		}
-	}
-	switch c.Start {
-	case "", jobspec.KafkaStartEarliest, jobspec.KafkaStartLatest:
-	default:
-		return fmt.Errorf("unknown start %q (want %q or %q)", c.Start, jobspec.KafkaStartEarliest, jobspec.KafkaStartLatest)
-	}
-	return nil
+	return spec.Check()
 }
+
+// compilePattern compiles a topic_pattern so that it matches whole names.
+func compilePattern(pat string) (*regexp.Regexp, error) {
+	return regexp.Compile("^(?:" + pat + ")$")
+}
+
+// noMatchError is Open's error when a topic_pattern matches no topic.
+type noMatchError struct{ pattern string }
+
+func (e *noMatchError) Error() string {
+	return fmt.Sprintf("kafka source: no topic matches pattern %q", e.pattern)
+}
+
+func (e *noMatchError) Unwrap() error { return ErrUnknownTopic }
 
 // Source is one parallel instance of a Kafka source. It implements
 // dataflow.Source and dataflow.Checkpointed: its position is the next
 // offset of each partition it owns.
+//
+// It is also a dataflow.SplitSource, each owned partition a split (so
+// event time is kept per partition), and a dataflow.CheckpointListener
+// that commits the offsets of completed checkpoints to cfg.Group.
 type Source struct {
 	cfg    SourceConfig
 	client *kgo.Client
 	// next is the offset of the next record to return, per owned partition.
 	next    map[tp]int64
 	started bool
+	// split numbers the owned partitions in order; last is the split of
+	// each record the last Next appended.
+	split map[tp]int32
+	last  []int32
+	// topicIDs are the ids of the topics read, from metadata (OffsetCommit
+	// v10 names topics by id).
+	topicIDs map[string][16]byte
+	// taken are the positions of the checkpoints taken and not completed
+	// yet, oldest first (only with a group).
+	taken []takenPosition
+}
+
+type takenPosition struct {
+	checkpoint int64
+	pos        []byte
 }
 
 type tp struct {
@@ -92,12 +150,17 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 }
 
 var (
-	_ dataflow.Source       = (*Source)(nil)
-	_ dataflow.Checkpointed = (*Source)(nil)
+	_ dataflow.Source             = (*Source)(nil)
+	_ dataflow.Checkpointed       = (*Source)(nil)
+	_ dataflow.SplitSource        = (*Source)(nil)
+	_ dataflow.CheckpointListener = (*Source)(nil)
 )
 
 // Open connects, finds the partitions this subtask owns and resolves the
-// start offsets.
+// start offsets. A topic_pattern is matched against the topics the
+// cluster has now: topics created later are not read (nor are
+// partitions added later), until the job restarts without a checkpoint
+// of this source.
 func (s *Source) Open(ctx context.Context, info dataflow.TaskInfo) error {
 	subtask, par := info.Subtask, info.Parallelism
 	if par == 0 {
@@ -106,20 +169,14 @@ func (s *Source) Open(ctx context.Context, info dataflow.TaskInfo) error {
 	if par < 0 || subtask < 0 || subtask >= par {
 		return fmt.Errorf("kafka source: subtask %d of parallelism %d is out of range", info.Subtask, info.Parallelism)
 	}
-	cl, err := kgo.NewClient(
-		kgo.SeedBrokers(s.cfg.Brokers...),
-		kgo.RetryBackoffFn(func(tries int) time.Duration {
-			d := 100 * time.Millisecond << min(tries, 6)
-			return min(d, 5*time.Second)
-		}),
-	)
+	cl, err := dialCluster(s.cfg.Brokers)
 	if err != nil {
 		return fmt.Errorf("kafka source: %w", err)
 	}
 	s.client = cl
 	timeout := s.cfg.MetadataTimeout
 	if timeout <= 0 {
-		timeout = 30 * time.Second
+		timeout = openTimeout
 	}
 	mctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
@@ -128,59 +185,138 @@ func (s *Source) Open(ctx context.Context, info dataflow.TaskInfo) error {
 		return err
 	}
 	var owned []tp
+	s.split = map[tp]int32{}
 	for _, p := range parts {
 		if int(p.partition)%par == subtask {
+			s.split[p] = int32(len(owned))
 			owned = append(owned, p)
 		}
 	}
-	s.next, err = s.listOffsets(mctx, owned)
+	s.next, err = s.startOffsets(mctx, owned)
 	return err
 }
 
-// partitions asks for the topics' partitions, retrying with backoff while
-// no broker answers (until ctx ends); an unknown topic fails at once.
-func (s *Source) partitions(ctx context.Context) ([]tp, error) {
-	backoff := 100 * time.Millisecond
-	for {
-		parts, err := s.partitionsOnce(ctx)
-		if err == nil || errors.Is(err, ErrUnknownTopic) || ctx.Err() != nil {
-			return parts, err
-		}
-		select {
-		case <-ctx.Done():
+// startOffsets resolves where each owned partition starts, by cfg.Start.
+func (s *Source) startOffsets(ctx context.Context, parts []tp) (map[tp]int64, error) {
+	switch s.cfg.Start {
+	case jobspec.KafkaStartLatest:
+		return s.listOffsets(ctx, parts, -1)
+	case jobspec.KafkaStartTimestamp:
+		next, err := s.listOffsets(ctx, parts, s.cfg.StartMillis)
+		if err != nil {
 			return nil, err
-		case <-time.After(backoff):
 		}
-		backoff = min(2*backoff, 2*time.Second)
+		return s.fillMissing(ctx, next, parts, -1) // no record at or after it
+	case jobspec.KafkaStartGroup:
+		next, err := s.fetchCommitted(ctx, parts)
+		if err != nil {
+			return nil, err
+		}
+		return s.fillMissing(ctx, next, parts, -2) // nothing committed
+	default:
+		return s.listOffsets(ctx, parts, -2)
 	}
 }
 
-func (s *Source) partitionsOnce(ctx context.Context) ([]tp, error) {
-	req := kmsg.NewPtrMetadataRequest()
-	for _, t := range s.cfg.Topics {
-		rt := kmsg.NewMetadataRequestTopic()
-		rt.Topic = kmsg.StringPtr(t)
-		req.Topics = append(req.Topics, rt)
+// fillMissing sets the partitions whose offset in next is negative to
+// the offset at special timestamp ts (-1 latest, -2 earliest).
+func (s *Source) fillMissing(ctx context.Context, next map[tp]int64, parts []tp, ts int64) (map[tp]int64, error) {
+	var missing []tp
+	for _, p := range parts {
+		if next[p] < 0 {
+			missing = append(missing, p)
+		}
+	}
+	if len(missing) == 0 {
+		return next, nil
+	}
+	more, err := s.listOffsets(ctx, missing, ts)
+	if err != nil {
+		return nil, err
+	}
+	for p, off := range more {
+		next[p] = off
+	}
+	return next, nil
+}
+
+// fetchCommitted returns the group's committed offset of each partition,
+// -1 where it has none. The client sends the request to the group's
+// coordinator.
+func (s *Source) fetchCommitted(ctx context.Context, parts []tp) (map[tp]int64, error) {
+	next := make(map[tp]int64, len(parts))
+	for _, p := range parts {
+		next[p] = -1
+	}
+	if len(parts) == 0 {
+		return next, nil
+	}
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = s.cfg.Group
+	byTopic := map[string]int{}
+	for _, p := range parts {
+		i, ok := byTopic[p.topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[p.topic] = i
+			rt := kmsg.NewOffsetFetchRequestTopic()
+			rt.Topic = p.topic
+			req.Topics = append(req.Topics, rt)
+		}
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p.partition)
 	}
 	resp, err := req.RequestWith(ctx, s.client)
 	if err != nil {
-		return nil, fmt.Errorf("kafka source: metadata from %v: %w", s.cfg.Brokers, err)
+		return nil, fmt.Errorf("kafka source: offsets of group %q: %w", s.cfg.Group, err)
+	}
+	if err := kerr.ErrorForCode(resp.ErrorCode); err != nil {
+		if errors.Is(err, kerr.GroupIDNotFound) {
+			return next, nil // a group that never committed
+		}
+		return nil, fmt.Errorf("kafka source: offsets of group %q: %w", s.cfg.Group, err)
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return nil, fmt.Errorf("kafka source: offset of group %q for %s/%d: %w", s.cfg.Group, t.Topic, p.Partition, err)
+			}
+			k := tp{t.Topic, p.Partition}
+			if _, ok := next[k]; ok {
+				next[k] = p.Offset
+			}
+		}
+	}
+	return next, nil
+}
+
+// partitions asks for the partitions of the configured topics, or of
+// every topic the pattern matches, retrying with backoff while no broker
+// answers (until ctx ends); an unknown topic fails at once.
+func (s *Source) partitions(ctx context.Context) ([]tp, error) {
+	var pattern *regexp.Regexp
+	if s.cfg.TopicPattern != "" {
+		var err error
+		if pattern, err = compilePattern(s.cfg.TopicPattern); err != nil {
+			return nil, fmt.Errorf("kafka source: topic_pattern: %w", err) // checked in NewSource
+		}
+	}
+	topics, err := describeTopics(ctx, s.client, s.cfg.Brokers, s.cfg.Topics)
+	if err != nil {
+		return nil, fmt.Errorf("kafka source: %w", err)
 	}
 	var out []tp
-	for _, t := range resp.Topics {
-		name := ""
-		if t.Topic != nil {
-			name = *t.Topic
+	s.topicIDs = map[string][16]byte{}
+	for _, t := range topics {
+		if pattern != nil && (t.internal || strings.HasPrefix(t.name, "__") || !pattern.MatchString(t.name)) {
+			continue
 		}
-		if err := kerr.ErrorForCode(t.ErrorCode); err != nil {
-			if errors.Is(err, kerr.UnknownTopicOrPartition) {
-				return nil, fmt.Errorf("kafka source: %w %q", ErrUnknownTopic, name)
-			}
-			return nil, fmt.Errorf("kafka source: topic %q: %w", name, err)
+		s.topicIDs[t.name] = t.id
+		for _, p := range t.partitions {
+			out = append(out, tp{t.name, p})
 		}
-		for _, p := range t.Partitions {
-			out = append(out, tp{name, p.Partition})
-		}
+	}
+	if pattern != nil && len(s.topicIDs) == 0 {
+		return nil, &noMatchError{s.cfg.TopicPattern}
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].topic != out[j].topic {
@@ -191,14 +327,13 @@ func (s *Source) partitionsOnce(ctx context.Context) ([]tp, error) {
 	return out, nil
 }
 
-func (s *Source) listOffsets(ctx context.Context, parts []tp) (map[tp]int64, error) {
+// listOffsets asks for the offset of each partition at ts: ms since the
+// epoch (the first record at or after it; -1 when there is none), or -1
+// for the end, -2 for the start.
+func (s *Source) listOffsets(ctx context.Context, parts []tp, ts int64) (map[tp]int64, error) {
 	next := make(map[tp]int64, len(parts))
 	if len(parts) == 0 {
 		return next, nil
-	}
-	ts := int64(-2) // earliest
-	if s.cfg.Start == jobspec.KafkaStartLatest {
-		ts = -1
 	}
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
@@ -248,6 +383,7 @@ func (s *Source) Next(ctx context.Context, b *dataflow.Batch, max int) error {
 	if s.client == nil {
 		return errors.New("kafka source: not open")
 	}
+	s.last = s.last[:0]
 	if len(s.next) == 0 {
 		// No partition for this subtask: idle, but not finished (the
 		// topic may gain partitions; this source does not follow them).
@@ -295,10 +431,16 @@ func (s *Source) Next(ctx context.Context, b *dataflow.Batch, max int) error {
 			}
 		}
 		b.AddRecord(&rec)
-		s.next[tp{r.Topic, r.Partition}] = r.Offset + 1
+		p := tp{r.Topic, r.Partition}
+		s.next[p] = r.Offset + 1
+		s.last = append(s.last, s.split[p])
 	})
 	return nil
 }
+
+// Splits tells the task which partition each record of the last Next came
+// from: split i is the i-th owned partition by topic and number.
+func (s *Source) Splits() (int, []int32) { return len(s.split), s.last }
 
 // position is the JSON form: topic → partition (decimal) → next offset.
 type position map[string]map[string]int64
@@ -321,21 +463,125 @@ func (s *Source) Seek(raw []byte) error {
 	if s.started {
 		return errors.New("kafka source: Seek after Next")
 	}
+	offsets, err := decodePosition(raw)
+	if err != nil {
+		return err
+	}
+	for k := range offsets {
+		if _, ok := s.next[k]; !ok {
+			return fmt.Errorf("%w: %s/%d is not a partition of this subtask", ErrBadPosition, k.topic, k.partition)
+		}
+	}
+	for k, off := range offsets {
+		s.next[k] = off
+	}
+	return nil
+}
+
+// decodePosition reads what Position wrote.
+func decodePosition(raw []byte) (map[tp]int64, error) {
 	var pos position
 	if err := json.Unmarshal(raw, &pos); err != nil {
-		return fmt.Errorf("%w: %v", ErrBadPosition, err)
+		return nil, fmt.Errorf("%w: %v", ErrBadPosition, err)
 	}
+	out := map[tp]int64{}
 	for topic, parts := range pos {
 		for ps, off := range parts {
 			n, err := strconv.ParseInt(ps, 10, 32)
 			if err != nil || n < 0 || off < 0 {
-				return fmt.Errorf("%w: partition %q offset %d", ErrBadPosition, ps, off)
+				return nil, fmt.Errorf("%w: partition %q offset %d", ErrBadPosition, ps, off)
 			}
-			k := tp{topic, int32(n)}
-			if _, ok := s.next[k]; !ok {
-				return fmt.Errorf("%w: %s/%d is not a partition of this subtask", ErrBadPosition, topic, n)
+			out[tp{topic, int32(n)}] = off
+		}
+	}
+	return out, nil
+}
+
+// CheckpointTaken remembers pos, the position of checkpoint, to commit
+// it to the group if the checkpoint completes.
+func (s *Source) CheckpointTaken(checkpoint int64, pos []byte) {
+	if s.cfg.Group == "" {
+		return
+	}
+	if len(s.taken) == maxTaken {
+		s.taken = append(s.taken[:0], s.taken[1:]...)
+	}
+	s.taken = append(s.taken, takenPosition{checkpoint, pos})
+}
+
+// CheckpointCompleted commits the offsets checkpoint recorded (not the
+// current ones) to the group, and forgets the positions of it and of
+// older checkpoints. The commit is a simple one (generation -1, no
+// member), which Kafka accepts for a group without members; it fails
+// while consumers of the group are members. Without a group, or for a
+// checkpoint this source did not take, it does nothing.
+func (s *Source) CheckpointCompleted(ctx context.Context, checkpoint int64) error {
+	var pos []byte
+	i := 0
+	for ; i < len(s.taken) && s.taken[i].checkpoint <= checkpoint; i++ {
+		if s.taken[i].checkpoint == checkpoint {
+			pos = s.taken[i].pos
+		}
+	}
+	s.taken = append(s.taken[:0], s.taken[i:]...)
+	if pos == nil || s.client == nil {
+		return nil
+	}
+	offsets, err := decodePosition(pos)
+	if err != nil {
+		return err
+	}
+	if len(offsets) == 0 {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, commitTimeout)
+	defer cancel()
+	if err := s.commit(ctx, offsets); err != nil {
+		return fmt.Errorf("kafka source: commit checkpoint %d to group %q: %w", checkpoint, s.cfg.Group, err)
+	}
+	return nil
+}
+
+func (s *Source) commit(ctx context.Context, offsets map[tp]int64) error {
+	req := kmsg.NewPtrOffsetCommitRequest()
+	req.Group = s.cfg.Group
+	req.Generation = -1
+	byTopic := map[string]int{}
+	parts := make([]tp, 0, len(offsets))
+	for p := range offsets {
+		parts = append(parts, p)
+	}
+	sort.Slice(parts, func(i, j int) bool {
+		if parts[i].topic != parts[j].topic {
+			return parts[i].topic < parts[j].topic
+		}
+		return parts[i].partition < parts[j].partition
+	})
+	for _, p := range parts {
+		i, ok := byTopic[p.topic]
+		if !ok {
+			i = len(req.Topics)
+			byTopic[p.topic] = i
+			rt := kmsg.NewOffsetCommitRequestTopic()
+			rt.Topic = p.topic
+			rt.TopicID = s.topicIDs[p.topic]
+			req.Topics = append(req.Topics, rt)
+		}
+		rp := kmsg.NewOffsetCommitRequestTopicPartition()
+		rp.Partition = p.partition
+		rp.Offset = offsets[p]
+		rp.LeaderEpoch = -1
+		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+	}
+	resp, err := req.RequestWith(ctx, s.client)
+	if err != nil {
+		return err
+	}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				return fmt.Errorf("%s/%d: %w", t.Topic, p.Partition, err)
 			}
-			s.next[k] = off
 		}
 	}
 	return nil

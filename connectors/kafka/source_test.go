@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/eddy-stream/eddy/connectors/kafka"
 	"github.com/eddy-stream/eddy/connectors/kafka/kafkatest"
@@ -288,10 +290,10 @@ func TestBrokerRestart(t *testing.T) {
 	produce(t, br.Addrs(), "in", 1, 0, 3)
 	br.Stop()
 	br.Start()
-	// kfake keeps data in memory: the topic is back, empty.
+	// The broker keeps its data directory: the records are still there.
 	produce(t, br.Addrs(), "in", 1, 3, 3)
 	src := open(t, br.Addrs(), []string{"in"}, "", 0, 1)
-	if got, want := values(read(t, src, 3, 10)), seq(3, 3, nil); strings.Join(got, ",") != strings.Join(want, ",") {
+	if got, want := values(read(t, src, 6, 10)), seq(0, 6, nil); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("read %v, want %v", got, want)
 	}
 }
@@ -326,5 +328,244 @@ func TestKcatProducer(t *testing.T) {
 		if r.Timestamp <= 0 {
 			t.Errorf("timestamp %d", r.Timestamp)
 		}
+	}
+}
+
+func openCfg(t *testing.T, cfg kafka.SourceConfig, subtask, par int) *kafka.Source {
+	t.Helper()
+	if cfg.MetadataTimeout == 0 {
+		cfg.MetadataTimeout = 10 * time.Second
+	}
+	src, err := kafka.NewSource(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Open(context.Background(), dataflow.TaskInfo{Subtask: subtask, Parallelism: par}); err != nil {
+		t.Fatalf("open: %v", err)
+	}
+	t.Cleanup(func() { src.Close() })
+	return src
+}
+
+func position(t *testing.T, src *kafka.Source) string {
+	t.Helper()
+	pos, err := src.Position()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(pos)
+}
+
+// groupOffsets reads group's committed offsets of topic's partitions with an
+// OffsetFetch, as a monitoring tool would; partitions without one are left
+// out.
+func groupOffsets(t *testing.T, brokers []string, group, topic string, partitions int) map[int32]int64 {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = group
+	rt := kmsg.NewOffsetFetchRequestTopic()
+	rt.Topic = topic
+	for p := range partitions {
+		rt.Partitions = append(rt.Partitions, int32(p))
+	}
+	req.Topics = append(req.Topics, rt)
+	resp, err := req.RequestWith(ctx, cl)
+	if err != nil {
+		t.Fatalf("offset fetch: %v", err)
+	}
+	out := map[int32]int64{}
+	if err := kerr.ErrorForCode(resp.ErrorCode); errors.Is(err, kerr.GroupIDNotFound) {
+		return out
+	} else if err != nil {
+		t.Fatalf("offset fetch: %v", err)
+	}
+	for _, rt := range resp.Topics {
+		for _, p := range rt.Partitions {
+			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
+				t.Fatalf("offset fetch %s/%d: %v", rt.Topic, p.Partition, err)
+			}
+			if p.Offset >= 0 {
+				out[p.Partition] = p.Offset
+			}
+		}
+	}
+	return out
+}
+
+func TestSourceConfigFromSpec(t *testing.T) {
+	br := []string{"h:1"}
+	tests := []struct {
+		name string
+		spec jobspec.KafkaSourceSpec
+		want string // "" for valid
+	}{
+		{name: "topics", spec: jobspec.KafkaSourceSpec{Brokers: br, Topics: []string{"a"}}},
+		{name: "pattern", spec: jobspec.KafkaSourceSpec{Brokers: br, TopicPattern: "a.*"}},
+		{name: "no brokers", spec: jobspec.KafkaSourceSpec{Topics: []string{"a"}}, want: "needs brokers"},
+		{name: "topics and pattern", spec: jobspec.KafkaSourceSpec{Brokers: br, Topics: []string{"a"}, TopicPattern: "a"}, want: "topics and topic_pattern are exclusive"},
+		{name: "neither", spec: jobspec.KafkaSourceSpec{Brokers: br}, want: "needs topics or topic_pattern"},
+		{name: "bad pattern", spec: jobspec.KafkaSourceSpec{Brokers: br, TopicPattern: "a("}, want: "topic_pattern: "},
+		{name: "timestamp", spec: jobspec.KafkaSourceSpec{Brokers: br, Topics: []string{"a"}, Start: "timestamp", StartTimestamp: "2026-01-01T00:00:00Z"}},
+		{name: "timestamp in ms", spec: jobspec.KafkaSourceSpec{Brokers: br, Topics: []string{"a"}, Start: "timestamp", StartTimestamp: "1767225600000"}},
+		{name: "timestamp missing", spec: jobspec.KafkaSourceSpec{Brokers: br, Topics: []string{"a"}, Start: "timestamp"}, want: "needs start_timestamp"},
+		{name: "timestamp bad", spec: jobspec.KafkaSourceSpec{Brokers: br, Topics: []string{"a"}, Start: "timestamp", StartTimestamp: "yesterday"}, want: "neither RFC 3339 nor milliseconds"},
+		{name: "timestamp without start", spec: jobspec.KafkaSourceSpec{Brokers: br, Topics: []string{"a"}, StartTimestamp: "1"}, want: "start_timestamp needs start: timestamp"},
+		{name: "group", spec: jobspec.KafkaSourceSpec{Brokers: br, Topics: []string{"a"}, Start: "group", Group: "g"}},
+		{name: "group missing", spec: jobspec.KafkaSourceSpec{Brokers: br, Topics: []string{"a"}, Start: "group"}, want: "start: group needs a group"},
+		{name: "bad start", spec: jobspec.KafkaSourceSpec{Brokers: br, Topics: []string{"a"}, Start: "now"}, want: `start "now" (want earliest, latest, timestamp or group)`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := kafka.ConfigFromSpec(&tc.spec)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("ConfigFromSpec: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("ConfigFromSpec = %v, want an error containing %q", err, tc.want)
+			}
+			if tc.name == "timestamp" && cfg.StartMillis != baseTime.UnixMilli() {
+				t.Errorf("StartMillis %d, want %d", cfg.StartMillis, baseTime.UnixMilli())
+			}
+		})
+	}
+}
+
+func TestSourceTopicPattern(t *testing.T) {
+	br := kafkatest.Start(t, kafkatest.Options{Topics: map[string]int{
+		"orders.eu": 1, "orders.us": 2, "orders": 1, "xorders.eu": 1, "__orders.internal": 1,
+	}})
+	for i, topic := range []string{"orders.eu", "orders.us", "orders", "xorders.eu", "__orders.internal"} {
+		produce(t, br.Addrs(), topic, 1, i*10, 2)
+	}
+	tests := []struct {
+		pattern string
+		want    []string
+		pos     string
+	}{
+		// Whole names only: not xorders.eu, not orders.
+		{`orders\.(eu|us)`, []string{"v0", "v1", "v10", "v11"}, `{"orders.eu":{"0":2},"orders.us":{"0":2,"1":0}}`},
+		// Internal topics (__…) are never matched.
+		{`.*orders.*`, []string{"v0", "v1", "v10", "v11", "v20", "v21", "v30", "v31"}, `{"orders":{"0":2},"orders.eu":{"0":2},"orders.us":{"0":2,"1":0},"xorders.eu":{"0":2}}`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.pattern, func(t *testing.T) {
+			src := openCfg(t, kafka.SourceConfig{Brokers: br.Addrs(), TopicPattern: tc.pattern}, 0, 1)
+			recs := read(t, src, len(tc.want), 100)
+			expectNothing(t, src)
+			if got := values(recs); strings.Join(got, ",") != strings.Join(tc.want, ",") {
+				t.Fatalf("read %v, want %v", got, tc.want)
+			}
+			if got := position(t, src); got != tc.pos {
+				t.Errorf("position %s, want %s", got, tc.pos)
+			}
+		})
+	}
+
+	src, err := kafka.NewSource(kafka.SourceConfig{Brokers: br.Addrs(), TopicPattern: "order", MetadataTimeout: 10 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	err = src.Open(context.Background(), dataflow.TaskInfo{})
+	if !errors.Is(err, kafka.ErrUnknownTopic) || err.Error() != `kafka source: no topic matches pattern "order"` {
+		t.Fatalf("open = %v, want ErrUnknownTopic: no topic matches", err)
+	}
+}
+
+func TestSourceStartTimestamp(t *testing.T) {
+	br := kafkatest.Start(t, kafkatest.Options{Topics: map[string]int{"in": 2}})
+	// Record i at baseTime+i ms, each in a batch of its own: kfake
+	// answers a ListOffsets by timestamp with the last record at or
+	// before it within a batch (Kafka: the first at or after it), which
+	// is the same for one-record batches.
+	for i := range 20 {
+		produce(t, br.Addrs(), "in", 2, i, 1)
+	}
+	src := openCfg(t, kafka.SourceConfig{Brokers: br.Addrs(), Topics: []string{"in"}, Start: jobspec.KafkaStartTimestamp, StartMillis: baseTime.UnixMilli() + 13}, 0, 1)
+	if got, want := values(read(t, src, 7, 100)), seq(13, 7, nil); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("read %v, want %v", got, want)
+	}
+	expectNothing(t, src)
+
+	// After every record: each partition starts at its end.
+	late := openCfg(t, kafka.SourceConfig{Brokers: br.Addrs(), Topics: []string{"in"}, Start: jobspec.KafkaStartTimestamp, StartMillis: baseTime.UnixMilli() + 1000}, 0, 1)
+	if got := position(t, late); got != `{"in":{"0":10,"1":10}}` {
+		t.Fatalf("position %s, want the ends", got)
+	}
+	produce(t, br.Addrs(), "in", 2, 20, 4)
+	if got, want := values(read(t, late, 4, 100)), seq(20, 4, nil); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("read %v, want %v", got, want)
+	}
+}
+
+// TestSourceGroupCommitAndStart: a source with a group commits the
+// position of the checkpoint that completed (not its current one, nor a
+// later checkpoint's), and a source starting from the group continues
+// there; partitions the group has no offset for start at the earliest.
+func TestSourceGroupCommitAndStart(t *testing.T) {
+	br := kafkatest.Start(t, kafkatest.Options{Topics: map[string]int{"in": 3}})
+	produce(t, br.Addrs(), "in", 3, 0, 30)
+	// Subtask 0 of 2 owns partitions 0 and 2.
+	cfg := kafka.SourceConfig{Brokers: br.Addrs(), Topics: []string{"in"}, Group: "g"}
+	src := openCfg(t, cfg, 0, 2)
+	read(t, src, 20, 100)
+	pos1, _ := src.Position()
+	src.CheckpointTaken(1, pos1)
+	produce(t, br.Addrs(), "in", 3, 30, 6)
+	read(t, src, 4, 100)
+	pos2, _ := src.Position()
+	src.CheckpointTaken(2, pos2)
+	if string(pos1) != `{"in":{"0":10,"2":10}}` || string(pos2) != `{"in":{"0":12,"2":12}}` {
+		t.Fatalf("positions %s, %s", pos1, pos2)
+	}
+
+	if got := groupOffsets(t, br.Addrs(), "g", "in", 3); len(got) != 0 {
+		t.Fatalf("committed %v before any checkpoint completed", got)
+	}
+	if err := src.CheckpointCompleted(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(groupOffsets(t, br.Addrs(), "g", "in", 3)); got != "map[0:10 2:10]" {
+		t.Fatalf("committed %s after checkpoint 1, want its offsets", got)
+	}
+	// Checkpoint 1 is forgotten: completing it again commits nothing.
+	if err := src.CheckpointCompleted(context.Background(), 1); err != nil {
+		t.Fatal(err)
+	}
+
+	// start: group, one subtask: partitions 0 and 2 from the group,
+	// partition 1 (never committed) from the earliest.
+	from := openCfg(t, kafka.SourceConfig{Brokers: br.Addrs(), Topics: []string{"in"}, Start: jobspec.KafkaStartGroup, Group: "g"}, 0, 1)
+	if got := position(t, from); got != `{"in":{"0":10,"1":0,"2":10}}` {
+		t.Fatalf("start position %s", got)
+	}
+	want := seq(0, 36, func(i int) bool { return i%3 == 1 || i >= 30 })
+	if got := values(read(t, from, len(want), 100)); strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("read %v, want %v", got, want)
+	}
+
+	// A later checkpoint completing commits its own offsets; a source
+	// without a group commits nothing.
+	if err := src.CheckpointCompleted(context.Background(), 2); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(groupOffsets(t, br.Addrs(), "g", "in", 3)); got != "map[0:12 2:12]" {
+		t.Fatalf("committed %s after checkpoint 2", got)
+	}
+	plain := openCfg(t, kafka.SourceConfig{Brokers: br.Addrs(), Topics: []string{"in"}}, 0, 1)
+	p, _ := plain.Position()
+	plain.CheckpointTaken(3, p)
+	if err := plain.CheckpointCompleted(context.Background(), 3); err != nil {
+		t.Fatal(err)
+	}
+	if got := fmt.Sprint(groupOffsets(t, br.Addrs(), "g", "in", 3)); got != "map[0:12 2:12]" {
+		t.Fatalf("committed %s after a source without a group completed", got)
 	}
 }

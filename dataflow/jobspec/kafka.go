@@ -8,8 +8,9 @@ import (
 	"time"
 )
 
-// check reports the first problem of a Kafka source spec.
-func (k *KafkaSourceSpec) check() error {
+// Check reports the first problem of a Kafka source spec (Parse checks
+// every spec; connectors check configs built in code with it too).
+func (k *KafkaSourceSpec) Check() error {
 	if len(k.Brokers) == 0 {
 		return errors.New("needs brokers")
 	}
@@ -67,9 +68,9 @@ func (k *KafkaSourceSpec) StartMillis() (int64, error) {
 	return ts.UnixMilli(), nil
 }
 
-// check reports the first problem of a Kafka sink spec; checkpointing
+// Check reports the first problem of a Kafka sink spec; checkpointing
 // tells whether the job has a checkpoint section.
-func (k *KafkaSinkSpec) check(checkpointing bool) error {
+func (k *KafkaSinkSpec) Check(checkpointing bool) error {
 	if len(k.Brokers) == 0 {
 		return errors.New("needs brokers")
 	}

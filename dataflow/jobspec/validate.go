@@ -155,7 +155,7 @@ func (n *Node) checkKind(loc string, checkpointing bool) error {
 			return errAt(loc, n.Line, "node %q: event_time durations must not be negative", n.Name)
 		}
 		if k := n.Source.Kafka; k != nil {
-			if err := k.check(); err != nil {
+			if err := k.Check(); err != nil {
 				return errAt(loc, n.Line, "node %q: source.kafka: %v", n.Name, err)
 			}
 		}
@@ -176,7 +176,7 @@ func (n *Node) checkKind(loc string, checkpointing bool) error {
 			return errAt(loc, n.Line, "node %q: sink.file needs a path", n.Name)
 		}
 		if k := n.Sink.Kafka; k != nil {
-			if err := k.check(checkpointing); err != nil {
+			if err := k.Check(checkpointing); err != nil {
 				return errAt(loc, n.Line, "node %q: sink.kafka: %v", n.Name, err)
 			}
 		}

@@ -1,7 +1,12 @@
 // Package kafkatest runs cmd/eddy-kafka (a kfake-based Kafka-protocol
-// broker) as its own process for tests. The broker keeps data in memory:
-// a Stop/Start cycle keeps the addresses but loses the topics' contents
-// (the topics given at Start are created again).
+// broker) as its own process for tests: a real TCP broker on 127.0.0.1
+// that a test can stop, kill and start again. It is not for anything but
+// tests (the broker has no replication, SASL or TLS).
+//
+// The broker keeps its state in a data directory (Options.DataDir, by
+// default a t.TempDir()): a Stop/Start or Kill/Start cycle keeps the
+// addresses, the topics, their records, committed offsets and finished
+// transactions.
 package kafkatest
 
 import (
@@ -31,6 +36,14 @@ type Options struct {
 	AutoCreateTopics bool
 	// ReadyTimeout bounds the wait for the READY line; 0 means 30 s.
 	ReadyTimeout time.Duration
+	// DataDir is where the broker keeps its state across restarts; ""
+	// means a new t.TempDir(). Topics it already holds are kept as they
+	// are, whatever Topics says.
+	DataDir string
+	// SyncWrites makes the broker fsync every write. Tests do not need it
+	// to survive Kill (see Broker.Kill); it would matter only for a crash
+	// of the machine.
+	SyncWrites bool
 }
 
 // Broker is a running (or stopped) eddy-kafka process.
@@ -80,13 +93,18 @@ func Binary() (string, error) {
 	return binPath, buildErr
 }
 
-// Start builds and starts a broker on free 127.0.0.1 ports and stops it
-// when the test ends.
+// Start builds and starts a broker on free 127.0.0.1 ports, with its data
+// in opts.DataDir, and stops it when the test ends.
 func Start(t testing.TB, opts Options) *Broker {
 	t.Helper()
 	n := opts.Brokers
 	if n <= 0 {
 		n = 1
+	}
+	if opts.DataDir == "" {
+		// Before the Cleanup below, so that the broker stops before its
+		// directory is removed.
+		opts.DataDir = t.TempDir()
 	}
 	b := &Broker{t: t, opts: opts}
 	for i := 0; i < n; i++ {
@@ -107,8 +125,9 @@ func (b *Broker) Addrs() []string { return append([]string(nil), b.addrs...) }
 // Bootstrap returns the addresses joined by commas (kcat's -b form).
 func (b *Broker) Bootstrap() string { return strings.Join(b.addrs, ",") }
 
-// Start (re)starts a stopped broker on the same ports. Starting a running
-// broker is a no-op.
+// Start (re)starts a stopped broker on the same ports and data directory,
+// with the state the last run left there. Starting a running broker is a
+// no-op.
 func (b *Broker) Start() {
 	b.t.Helper()
 	if err := b.start(); err != nil {
@@ -139,7 +158,10 @@ func (b *Broker) start() error {
 	for i, p := range b.ports {
 		ps[i] = strconv.Itoa(p)
 	}
-	args := []string{"--ports", strings.Join(ps, ",")}
+	args := []string{"--ports", strings.Join(ps, ","), "--data-dir", b.opts.DataDir}
+	if b.opts.SyncWrites {
+		args = append(args, "--sync-writes")
+	}
 	var ts []string
 	for name, parts := range b.opts.Topics {
 		ts = append(ts, fmt.Sprintf("%s:%d", name, parts))
@@ -208,7 +230,11 @@ func launch(bin string, args []string, timeout time.Duration) ([]string, *exec.C
 }
 
 // Stop stops the broker (SIGTERM, then SIGKILL after 5 s) and waits for it
-// to exit. Stopping a stopped broker is a no-op.
+// to exit; the broker writes its state to the data directory on the way
+// out, so a Start afterwards finds everything, including transactions that
+// were still open (a client may go on to commit or abort them, unless
+// their timeout passed meanwhile). Stopping a
+// stopped broker is a no-op.
 func (b *Broker) Stop() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -225,7 +251,17 @@ func (b *Broker) Stop() {
 	b.cmd, b.done = nil, nil
 }
 
-// Kill stops the broker with SIGKILL.
+// Kill stops the broker with SIGKILL, as a crash would. Nothing
+// acknowledged is lost, without SyncWrites too: the broker writes records,
+// offset commits, producer ids and transaction markers to its data
+// directory as it handles each request (write(2); fsync only with
+// SyncWrites, which only a crash of the machine needs), and the kernel
+// keeps what a killed process wrote. Transactions open at the kill are
+// aborted by the next Start, which writes their abort markers (kfake alone
+// would abort them in memory only, and read_committed clients would then
+// skip the later transactions of the same transactional id), so
+// read_committed readers never see their records. Killing a stopped
+// broker is a no-op.
 func (b *Broker) Kill() {
 	b.mu.Lock()
 	defer b.mu.Unlock()
