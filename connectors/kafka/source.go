@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -253,17 +254,10 @@ func (s *Source) fetchCommitted(ctx context.Context, parts []tp) (map[tp]int64, 
 	}
 	req := kmsg.NewPtrOffsetFetchRequest()
 	req.Group = s.cfg.Group
-	byTopic := map[string]int{}
-	for _, p := range parts {
-		i, ok := byTopic[p.topic]
-		if !ok {
-			i = len(req.Topics)
-			byTopic[p.topic] = i
-			rt := kmsg.NewOffsetFetchRequestTopic()
-			rt.Topic = p.topic
-			req.Topics = append(req.Topics, rt)
-		}
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, p.partition)
+	for _, g := range groupByTopic(parts) {
+		rt := kmsg.NewOffsetFetchRequestTopic()
+		rt.Topic, rt.Partitions = g.topic, g.partitions
+		req.Topics = append(req.Topics, rt)
 	}
 	resp, err := req.RequestWith(ctx, s.client)
 	if err != nil {
@@ -287,6 +281,36 @@ func (s *Source) fetchCommitted(ctx context.Context, parts []tp) (map[tp]int64, 
 		}
 	}
 	return next, nil
+}
+
+// topicParts is the partitions of one topic in a request.
+type topicParts struct {
+	topic      string
+	partitions []int32
+}
+
+// groupByTopic groups parts by topic, topics and partitions sorted.
+func groupByTopic(parts []tp) []topicParts {
+	sorted := slices.Clone(parts)
+	sortParts(sorted)
+	var out []topicParts
+	for _, p := range sorted {
+		if len(out) == 0 || out[len(out)-1].topic != p.topic {
+			out = append(out, topicParts{topic: p.topic})
+		}
+		g := &out[len(out)-1]
+		g.partitions = append(g.partitions, p.partition)
+	}
+	return out
+}
+
+func sortParts(parts []tp) {
+	sort.Slice(parts, func(i, j int) bool {
+		if parts[i].topic != parts[j].topic {
+			return parts[i].topic < parts[j].topic
+		}
+		return parts[i].partition < parts[j].partition
+	})
 }
 
 // partitions asks for the partitions of the configured topics, or of
@@ -318,12 +342,7 @@ func (s *Source) partitions(ctx context.Context) ([]tp, error) {
 	if pattern != nil && len(s.topicIDs) == 0 {
 		return nil, &noMatchError{s.cfg.TopicPattern}
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].topic != out[j].topic {
-			return out[i].topic < out[j].topic
-		}
-		return out[i].partition < out[j].partition
-	})
+	sortParts(out)
 	return out, nil
 }
 
@@ -337,21 +356,15 @@ func (s *Source) listOffsets(ctx context.Context, parts []tp, ts int64) (map[tp]
 	}
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
-	byTopic := map[string]int{}
-	for _, p := range parts {
-		i, ok := byTopic[p.topic]
-		if !ok {
-			i = len(req.Topics)
-			byTopic[p.topic] = i
-			rt := kmsg.NewListOffsetsRequestTopic()
-			rt.Topic = p.topic
-			req.Topics = append(req.Topics, rt)
+	for _, g := range groupByTopic(parts) {
+		rt := kmsg.NewListOffsetsRequestTopic()
+		rt.Topic = g.topic
+		for _, p := range g.partitions {
+			rp := kmsg.NewListOffsetsRequestTopicPartition()
+			rp.Partition, rp.Timestamp, rp.CurrentLeaderEpoch = p, ts, -1
+			rt.Partitions = append(rt.Partitions, rp)
 		}
-		rp := kmsg.NewListOffsetsRequestTopicPartition()
-		rp.Partition = p.partition
-		rp.Timestamp = ts
-		rp.CurrentLeaderEpoch = -1
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		req.Topics = append(req.Topics, rt)
 	}
 	// The client splits the request by partition leader.
 	shards := s.client.RequestSharded(ctx, req)
@@ -546,32 +559,19 @@ func (s *Source) commit(ctx context.Context, offsets map[tp]int64) error {
 	req := kmsg.NewPtrOffsetCommitRequest()
 	req.Group = s.cfg.Group
 	req.Generation = -1
-	byTopic := map[string]int{}
 	parts := make([]tp, 0, len(offsets))
 	for p := range offsets {
 		parts = append(parts, p)
 	}
-	sort.Slice(parts, func(i, j int) bool {
-		if parts[i].topic != parts[j].topic {
-			return parts[i].topic < parts[j].topic
+	for _, g := range groupByTopic(parts) {
+		rt := kmsg.NewOffsetCommitRequestTopic()
+		rt.Topic, rt.TopicID = g.topic, s.topicIDs[g.topic]
+		for _, p := range g.partitions {
+			rp := kmsg.NewOffsetCommitRequestTopicPartition()
+			rp.Partition, rp.Offset, rp.LeaderEpoch = p, offsets[tp{g.topic, p}], -1
+			rt.Partitions = append(rt.Partitions, rp)
 		}
-		return parts[i].partition < parts[j].partition
-	})
-	for _, p := range parts {
-		i, ok := byTopic[p.topic]
-		if !ok {
-			i = len(req.Topics)
-			byTopic[p.topic] = i
-			rt := kmsg.NewOffsetCommitRequestTopic()
-			rt.Topic = p.topic
-			rt.TopicID = s.topicIDs[p.topic]
-			req.Topics = append(req.Topics, rt)
-		}
-		rp := kmsg.NewOffsetCommitRequestTopicPartition()
-		rp.Partition = p.partition
-		rp.Offset = offsets[p]
-		rp.LeaderEpoch = -1
-		req.Topics[i].Partitions = append(req.Topics[i].Partitions, rp)
+		req.Topics = append(req.Topics, rt)
 	}
 	resp, err := req.RequestWith(ctx, s.client)
 	if err != nil {
