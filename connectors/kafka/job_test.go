@@ -292,13 +292,14 @@ func TestJobPartitionWatermarks(t *testing.T) {
 	produceOne := func(i int) {
 		ts := baseTime.Add(time.Duration(i) * time.Second)
 		r := &kgo.Record{Topic: "ev", Partition: 0, Value: fmt.Appendf(nil, `{"i":%d}`, i), Timestamp: ts}
-		if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
-			t.Errorf("produce: %v", err)
-			return
-		}
+		// newest bounds what the source can have read: set it before
+		// the record can be fetched.
 		mu.Lock()
 		newest = ts.UnixMilli()
 		mu.Unlock()
+		if err := cl.ProduceSync(context.Background(), r).FirstErr(); err != nil {
+			t.Errorf("produce: %v", err)
+		}
 	}
 	produceOne(0)
 	stop := make(chan struct{})
