@@ -95,7 +95,8 @@ func (c sourcesByNode) NewSink(*jobspec.SinkSpec, string) (dataflow.Sink, error)
 // 300ms), and a plain source b into one sink task, whose watermark is the
 // lower of theirs unless a is idle: a lagging split holds a's watermark
 // back, a split idle for the timeout does not, a with every split idle is
-// idle downstream, and a split that produces again makes a count again.
+// idle downstream, and a split that produces again makes a count again at
+// once, before its watermark moves.
 func TestSplitWatermarks(t *testing.T) {
 	const idle = 300 * time.Millisecond
 	spec := parse(t, `name: splits
@@ -185,6 +186,18 @@ nodes:
 	waitWM("out", 99_999)
 	if d := time.Since(phase); d < idle/2 {
 		t.Fatalf("out ignored a after %v, before a was idle", d)
+	}
+
+	// Split 0 produces again with records that do not move a's watermark
+	// (999): a is active again at once, so b moving on cannot carry out
+	// past a's records (out stays where it is: watermarks do not go back).
+	a.set(func() []splitRec { return []splitRec{{0, 1000}} })
+	time.Sleep(100 * time.Millisecond)
+	b.set(once([]splitRec{{0, 300_000}}, nil))
+	waitWM("b", 299_999)
+	time.Sleep(100 * time.Millisecond)
+	if w := wm(ids["out"]); w != 99_999 {
+		t.Fatalf("out's watermark went to %d while a was active again at 999", w)
 	}
 
 	// Split 0 produces again, split 1 stays idle: a's watermark moves

@@ -438,6 +438,9 @@ func (t *task) runSource(ctx context.Context) error {
 			}
 		}
 		if n > 0 {
+			if err := t.leaveIdle(ctx); err != nil {
+				return err
+			}
 			stats.Out.Add(int64(n))
 			t.metrics.in.Add(int64(n))
 			if perr := t.push(ctx, b, 0); perr != nil {
@@ -630,7 +633,21 @@ func (t *task) combineWatermarks(ctx context.Context) error {
 	if wm > t.wm && wm != math.MaxInt64 {
 		return t.advanceWatermark(ctx, wm)
 	}
-	return nil
+	return t.leaveIdle(ctx)
+}
+
+// leaveIdle tells the consumers of a task that said it was idle that it
+// is active again, before its records, as Flink's active stream status:
+// its current watermark, unchanged, makes its channel count again, so that
+// other inputs cannot carry a consumer's watermark past its records. (The
+// consumer's watermark does not go back: records already behind it are
+// late there, as in Flink.)
+func (t *task) leaveIdle(ctx context.Context) error {
+	if !t.idleSent {
+		return nil
+	}
+	t.idleSent = false
+	return t.broadcast(ctx, message{kind: msgWatermark, wm: t.wm})
 }
 
 // advanceWatermark hands wm to every stage in chain order — what a stage
