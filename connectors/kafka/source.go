@@ -130,6 +130,11 @@ type Source struct {
 	// taken are the positions of the checkpoints taken and not completed
 	// yet, oldest first (only with a group).
 	taken []takenPosition
+	// skipBefore: start: timestamp drops a partition's records older than
+	// StartMillis until its first record at or after it. Kafka's
+	// ListOffsets answers that record's offset already; kfake answers the
+	// start of the batch that holds it.
+	skipBefore map[tp]bool
 }
 
 type takenPosition struct {
@@ -206,6 +211,10 @@ func (s *Source) startOffsets(ctx context.Context, parts []tp) (map[tp]int64, er
 		next, err := s.listOffsets(ctx, parts, s.cfg.StartMillis)
 		if err != nil {
 			return nil, err
+		}
+		s.skipBefore = map[tp]bool{}
+		for p, off := range next {
+			s.skipBefore[p] = off >= 0
 		}
 		return s.fillMissing(ctx, next, parts, -1) // no record at or after it
 	case jobspec.KafkaStartGroup:
@@ -443,9 +452,15 @@ func (s *Source) Next(ctx context.Context, b *dataflow.Batch, max int) error {
 				rec.Headers[i] = dataflow.Header{Key: h.Key, Value: h.Value}
 			}
 		}
-		b.AddRecord(&rec)
 		p := tp{r.Topic, r.Partition}
 		s.next[p] = r.Offset + 1
+		if s.skipBefore[p] {
+			if rec.Timestamp < s.cfg.StartMillis {
+				return
+			}
+			delete(s.skipBefore, p)
+		}
+		b.AddRecord(&rec)
 		s.last = append(s.last, s.split[p])
 	})
 	return nil
@@ -487,6 +502,7 @@ func (s *Source) Seek(raw []byte) error {
 	}
 	for k, off := range offsets {
 		s.next[k] = off
+		delete(s.skipBefore, k) // a checkpoint's offset is exact
 	}
 	return nil
 }

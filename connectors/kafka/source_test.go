@@ -481,13 +481,11 @@ func TestSourceTopicPattern(t *testing.T) {
 
 func TestSourceStartTimestamp(t *testing.T) {
 	br := kafkatest.Start(t, kafkatest.Options{Topics: map[string]int{"in": 2}})
-	// Record i at baseTime+i ms, each in a batch of its own: kfake
-	// answers a ListOffsets by timestamp with the last record at or
-	// before it within a batch (Kafka: the first at or after it), which
-	// is the same for one-record batches.
-	for i := range 20 {
-		produce(t, br.Addrs(), "in", 2, i, 1)
-	}
+	// Record i at baseTime+i ms, in one batch per partition: kfake
+	// answers a ListOffsets by timestamp with the start of the batch that
+	// holds the record (Kafka: the record's offset), and the source skips
+	// the records before it.
+	produce(t, br.Addrs(), "in", 2, 0, 20)
 	src := openCfg(t, kafka.SourceConfig{Brokers: br.Addrs(), Topics: []string{"in"}, Start: jobspec.KafkaStartTimestamp, StartMillis: baseTime.UnixMilli() + 13}, 0, 1)
 	if got, want := values(read(t, src, 7, 100)), seq(13, 7, nil); strings.Join(got, ",") != strings.Join(want, ",") {
 		t.Fatalf("read %v, want %v", got, want)
