@@ -14,9 +14,12 @@
 // carries on where the last run ended: records are written to DIR as they
 // are produced, not only at exit, so they survive the process being killed
 // (SIGKILL) too. A transaction still open at a kill is aborted on the
-// next start, as a real broker's recovery would, with an abort marker in
-// the log (see abortOpen); one open at a clean stop stays open for its
-// producer to finish. --sync-writes adds an fsync per write, which
+// next start, with an abort marker in the log (see abortOpen): kfake does
+// not keep it across the kill. Kafka does (its transaction coordinator's
+// state is a replicated log) until the transaction times out, so here, not
+// with Kafka, an exactly-once sink's transaction staged for a checkpoint
+// is lost to a kill -9 of the broker. One open at a clean stop stays open
+// for its producer to finish. --sync-writes adds an fsync per write, which
 // matters only when the machine itself may crash, not the process.
 //
 // Topics given with --topics that DIR already holds are kept as they are
