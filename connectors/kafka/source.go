@@ -62,14 +62,24 @@ type SourceConfig struct {
 	Group string
 	// MetadataTimeout bounds Open's metadata and offset requests; 0 means 30 s.
 	MetadataTimeout time.Duration
+	// DiscoveryInterval is how often Next looks for new partitions (and
+	// new topics matching TopicPattern); 0 never does.
+	DiscoveryInterval time.Duration
 }
+
+// defaultDiscoveryInterval is the spec's default discovery_interval.
+const defaultDiscoveryInterval = 30 * time.Second
 
 // ConfigFromSpec checks spec and turns it into a SourceConfig.
 func ConfigFromSpec(spec *jobspec.KafkaSourceSpec) (SourceConfig, error) {
 	if spec == nil {
 		return SourceConfig{}, errors.New("kafka: no spec")
 	}
-	c := SourceConfig{Brokers: spec.Brokers, Topics: spec.Topics, TopicPattern: spec.TopicPattern, Start: spec.Start, Group: spec.Group}
+	c := SourceConfig{Brokers: spec.Brokers, Topics: spec.Topics, TopicPattern: spec.TopicPattern, Start: spec.Start, Group: spec.Group,
+		DiscoveryInterval: defaultDiscoveryInterval}
+	if d := spec.DiscoveryInterval; d != nil {
+		c.DiscoveryInterval = d.D()
+	}
 	if err := spec.Check(); err != nil {
 		return c, err
 	}
@@ -130,6 +140,13 @@ type Source struct {
 	// taken are the positions of the checkpoints taken and not completed
 	// yet, oldest first (only with a group).
 	taken []takenPosition
+	// subtask of par: the partitions n with n mod par = subtask are its.
+	subtask, par int
+	// discovered is when the partitions were last listed.
+	discovered time.Time
+	// fromEarliest are partitions a restored position does not name; the
+	// first Next starts them at their earliest offset.
+	fromEarliest []tp
 	// skipBefore: start: timestamp drops a partition's records older than
 	// StartMillis until its first record at or after it. Kafka's
 	// ListOffsets answers that record's offset already; kfake answers the
@@ -163,10 +180,8 @@ var (
 )
 
 // Open connects, finds the partitions this subtask owns and resolves the
-// start offsets. A topic_pattern is matched against the topics the
-// cluster has now: topics created later are not read (nor are
-// partitions added later), until the job restarts without a checkpoint
-// of this source.
+// start offsets. Partitions added later, and topics created later that
+// topic_pattern matches, are found by Next every DiscoveryInterval.
 func (s *Source) Open(ctx context.Context, info dataflow.TaskInfo) error {
 	subtask, par := info.Subtask, info.Parallelism
 	if par == 0 {
@@ -175,7 +190,9 @@ func (s *Source) Open(ctx context.Context, info dataflow.TaskInfo) error {
 	if par < 0 || subtask < 0 || subtask >= par {
 		return fmt.Errorf("kafka source: subtask %d of parallelism %d is out of range", info.Subtask, info.Parallelism)
 	}
-	cl, err := dialCluster(s.cfg.Brokers)
+	// Partitions found by discovery join the fetches once the fetch in
+	// flight returns: bound its wait for records (default 5 s).
+	cl, err := dialCluster(s.cfg.Brokers, kgo.FetchMaxWait(500*time.Millisecond))
 	if err != nil {
 		return fmt.Errorf("kafka source: %w", err)
 	}
@@ -190,16 +207,60 @@ func (s *Source) Open(ctx context.Context, info dataflow.TaskInfo) error {
 	if err != nil {
 		return err
 	}
-	var owned []tp
+	s.subtask, s.par, s.discovered = subtask, par, time.Now()
+	owned := s.own(parts)
 	s.split = map[tp]int32{}
-	for _, p := range parts {
-		if int(p.partition)%par == subtask {
-			s.split[p] = int32(len(owned))
-			owned = append(owned, p)
-		}
+	for i, p := range owned {
+		s.split[p] = int32(i)
 	}
 	s.next, err = s.startOffsets(mctx, owned)
 	return err
+}
+
+// own returns the partitions of parts this subtask reads that it does not
+// read yet.
+func (s *Source) own(parts []tp) []tp {
+	var out []tp
+	for _, p := range parts {
+		if _, known := s.split[p]; !known && int(p.partition)%s.par == s.subtask {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// discover lists the partitions again and starts reading the new ones of
+// this subtask at their earliest offset, as new splits. A failure (the
+// cluster unreachable, a topic deleted) waits for the next interval:
+// reading the known partitions goes on meanwhile.
+func (s *Source) discover(ctx context.Context) {
+	s.discovered = time.Now()
+	dctx, cancel := context.WithTimeout(ctx, time.Second)
+	defer cancel()
+	parts, err := s.partitions(dctx)
+	if err != nil {
+		return
+	}
+	added := s.own(parts)
+	if len(added) == 0 {
+		return
+	}
+	offs, err := s.listOffsets(dctx, added, -2)
+	if err != nil {
+		return
+	}
+	m := map[string]map[int32]kgo.Offset{}
+	for _, p := range added {
+		s.split[p] = int32(len(s.split))
+		s.next[p] = offs[p]
+		if m[p.topic] == nil {
+			m[p.topic] = map[int32]kgo.Offset{}
+		}
+		m[p.topic][p.partition] = kgo.NewOffset().At(offs[p])
+	}
+	if s.started {
+		s.client.AddConsumePartitions(m)
+	}
 }
 
 // startOffsets resolves where each owned partition starts, by cfg.Start.
@@ -406,6 +467,9 @@ func (s *Source) Next(ctx context.Context, b *dataflow.Batch, max int) error {
 		return errors.New("kafka source: not open")
 	}
 	s.last = s.last[:0]
+	if s.cfg.DiscoveryInterval > 0 && time.Since(s.discovered) >= s.cfg.DiscoveryInterval {
+		s.discover(ctx)
+	}
 	if len(s.next) == 0 {
 		// No partition for this subtask: idle, but not finished (the
 		// topic may gain partitions; this source does not follow them).
@@ -417,6 +481,17 @@ func (s *Source) Next(ctx context.Context, b *dataflow.Batch, max int) error {
 		}
 	}
 	if !s.started {
+		if len(s.fromEarliest) > 0 {
+			offs, err := s.listOffsets(ctx, s.fromEarliest, -2)
+			if err != nil {
+				return err
+			}
+			for p, off := range offs {
+				s.next[p] = off
+				delete(s.skipBefore, p)
+			}
+			s.fromEarliest = nil
+		}
 		s.started = true
 		m := map[string]map[int32]kgo.Offset{}
 		for p, off := range s.next {
@@ -486,7 +561,8 @@ func (s *Source) Position() ([]byte, error) {
 }
 
 // Seek restores offsets written by Position. Partitions this subtask owns
-// that pos does not name (added since) keep their start offsets.
+// that pos does not name (added since) start at their earliest offset, as
+// partitions discovery finds do.
 func (s *Source) Seek(raw []byte) error {
 	if s.started {
 		return errors.New("kafka source: Seek after Next")
@@ -498,6 +574,15 @@ func (s *Source) Seek(raw []byte) error {
 	for k := range offsets {
 		if _, ok := s.next[k]; !ok {
 			return fmt.Errorf("%w: %s/%d is not a partition of this subtask", ErrBadPosition, k.topic, k.partition)
+		}
+	}
+	s.fromEarliest = nil
+	for k := range s.next {
+		if _, ok := offsets[k]; !ok {
+			// Not in the checkpoint: a partition found after it (by
+			// discovery, or added while the job was down), read from
+			// its start as discovery would.
+			s.fromEarliest = append(s.fromEarliest, k)
 		}
 	}
 	for k, off := range offsets {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -565,5 +566,107 @@ func TestSourceGroupCommitAndStart(t *testing.T) {
 	}
 	if got := fmt.Sprint(groupOffsets(t, br.Addrs(), "g", "in", 3)); got != "map[0:12 2:12]" {
 		t.Fatalf("committed %s after a source without a group completed", got)
+	}
+}
+
+// addPartitions grows topic to n partitions.
+func addPartitions(t *testing.T, brokers []string, topic string, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	rt := kmsg.NewCreatePartitionsRequestTopic()
+	rt.Topic, rt.Count = topic, int32(n)
+	req.Topics = append(req.Topics, rt)
+	req.TimeoutMillis = 10_000
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl)
+	if err == nil && len(resp.Topics) == 1 {
+		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+	}
+	if err != nil {
+		t.Fatalf("create partitions: %v", err)
+	}
+}
+
+// TestSourceDiscovery: partitions added to a topic, and topics created
+// that topic_pattern matches, are read from their start once discovered,
+// by the subtask that owns them (partition mod parallelism); a restored
+// position that does not name a partition starts it at its earliest too.
+func TestSourceDiscovery(t *testing.T) {
+	br := kafkatest.Start(t, kafkatest.Options{Topics: map[string]int{"in": 2}})
+	produce(t, br.Addrs(), "in", 2, 0, 10)
+	cfg := kafka.SourceConfig{Brokers: br.Addrs(), TopicPattern: "in.*", Start: jobspec.KafkaStartLatest, DiscoveryInterval: 200 * time.Millisecond}
+	sub0 := openCfg(t, cfg, 0, 2) // partitions 0, 2 of each topic
+	sub1 := openCfg(t, cfg, 1, 2) // partitions 1, 3
+	expectNothing(t, sub0)
+	pos0 := position(t, sub0)
+
+	addPartitions(t, br.Addrs(), "in", 4)
+	produce(t, br.Addrs(), "in", 4, 100, 8) // partition i%4: 100, 104 go to 0; 102, 106 to 2
+	if got, want := values(read(t, sub0, 4, 100)), []string{"v100", "v102", "v104", "v106"}; !sameSet(got, want) {
+		t.Fatalf("subtask 0 read %v, want %v", got, want)
+	}
+	if got, want := values(read(t, sub1, 4, 100)), []string{"v101", "v103", "v105", "v107"}; !sameSet(got, want) {
+		t.Fatalf("subtask 1 read %v, want %v", got, want)
+	}
+	if n, _ := sub0.Splits(); n != 2 {
+		t.Fatalf("subtask 0 has %d splits, want 2", n)
+	}
+
+	kafkatestCreateTopic(t, br, "in-2", 1)
+	produce(t, br.Addrs(), "in-2", 1, 200, 3)
+	if got, want := values(read(t, sub0, 3, 100)), seq(200, 3, nil); !sameSet(got, want) {
+		t.Fatalf("subtask 0 read %v from the new topic, want %v", got, want)
+	}
+	if got := position(t, sub0); got != `{"in":{"0":7,"2":2},"in-2":{"0":3}}` {
+		t.Fatalf("position %s", got)
+	}
+
+	// Restoring the position taken before the partitions were added:
+	// partition 2 and in-2 start at their earliest, partition 0 where it
+	// was, though start is latest.
+	again := openCfg(t, kafka.SourceConfig{Brokers: br.Addrs(), TopicPattern: "in.*", Start: jobspec.KafkaStartLatest}, 0, 2)
+	if err := again.Seek([]byte(pos0)); err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"v100", "v102", "v104", "v106", "v200", "v201", "v202"}
+	if got := values(read(t, again, len(want), 100)); !sameSet(got, want) {
+		t.Fatalf("restored source read %v, want %v", got, want)
+	}
+}
+
+func sameSet(a, b []string) bool {
+	a, b = slices.Clone(a), slices.Clone(b)
+	slices.Sort(a)
+	slices.Sort(b)
+	return slices.Equal(a, b)
+}
+
+// kafkatestCreateTopic creates topic with n partitions.
+func kafkatestCreateTopic(t *testing.T, br *kafkatest.Broker, topic string, n int) {
+	t.Helper()
+	cl, err := kgo.NewClient(kgo.SeedBrokers(br.Addrs()...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, int32(n), 1
+	req.Topics = append(req.Topics, rt)
+	req.TimeoutMillis = 10_000
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	resp, err := req.RequestWith(ctx, cl)
+	if err == nil && len(resp.Topics) == 1 {
+		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
+	}
+	if err != nil {
+		t.Fatalf("create topic: %v", err)
 	}
 }

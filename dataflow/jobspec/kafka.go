@@ -30,6 +30,9 @@ func (k *KafkaSourceSpec) Check() error {
 			return fmt.Errorf("topic_pattern: %v", err)
 		}
 	}
+	if d := k.DiscoveryInterval; d != nil && *d < 0 {
+		return errors.New("discovery_interval must not be negative")
+	}
 	switch k.Start {
 	case "", KafkaStartEarliest, KafkaStartLatest:
 		if k.StartTimestamp != "" {

@@ -247,6 +247,10 @@ type KafkaSourceSpec struct {
 	// for start: group; Eddy restores from its checkpoints, not from the
 	// group). The source does not join the group.
 	Group string `yaml:"group"`
+	// DiscoveryInterval is how often the source looks for partitions
+	// added to its topics, and for new topics topic_pattern matches; they
+	// are read from their earliest offset. Default 30s; 0 turns it off.
+	DiscoveryInterval *Duration `yaml:"discovery_interval"`
 }
 
 // Kafka sink delivery guarantees.
