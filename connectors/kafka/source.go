@@ -65,6 +65,9 @@ type SourceConfig struct {
 	// DiscoveryInterval is how often Next looks for new partitions (and
 	// new topics matching TopicPattern); 0 never does.
 	DiscoveryInterval time.Duration
+	// ReadUncommitted reads the records of aborted and open transactions
+	// too; by default the source reads committed records only.
+	ReadUncommitted bool
 }
 
 // defaultDiscoveryInterval is the spec's default discovery_interval.
@@ -76,7 +79,7 @@ func ConfigFromSpec(spec *jobspec.KafkaSourceSpec) (SourceConfig, error) {
 		return SourceConfig{}, errors.New("kafka: no spec")
 	}
 	c := SourceConfig{Brokers: spec.Brokers, Topics: spec.Topics, TopicPattern: spec.TopicPattern, Start: spec.Start, Group: spec.Group,
-		DiscoveryInterval: defaultDiscoveryInterval}
+		DiscoveryInterval: defaultDiscoveryInterval, ReadUncommitted: spec.Isolation == jobspec.KafkaReadUncommitted}
 	if d := spec.DiscoveryInterval; d != nil {
 		c.DiscoveryInterval = d.D()
 	}
@@ -192,7 +195,11 @@ func (s *Source) Open(ctx context.Context, info dataflow.TaskInfo) error {
 	}
 	// Partitions found by discovery join the fetches once the fetch in
 	// flight returns: bound its wait for records (default 5 s).
-	cl, err := dialCluster(s.cfg.Brokers, kgo.FetchMaxWait(500*time.Millisecond))
+	isolation := kgo.ReadCommitted()
+	if s.cfg.ReadUncommitted {
+		isolation = kgo.ReadUncommitted()
+	}
+	cl, err := dialCluster(s.cfg.Brokers, kgo.FetchMaxWait(500*time.Millisecond), kgo.FetchIsolationLevel(isolation))
 	if err != nil {
 		return fmt.Errorf("kafka source: %w", err)
 	}
@@ -426,6 +433,9 @@ func (s *Source) listOffsets(ctx context.Context, parts []tp, ts int64) (map[tp]
 	}
 	req := kmsg.NewPtrListOffsetsRequest()
 	req.ReplicaID = -1
+	if !s.cfg.ReadUncommitted {
+		req.IsolationLevel = 1 // "latest" is the last stable offset
+	}
 	for _, g := range groupByTopic(parts) {
 		rt := kmsg.NewListOffsetsRequestTopic()
 		rt.Topic = g.topic

@@ -670,3 +670,72 @@ func kafkatestCreateTopic(t *testing.T, br *kafkatest.Broker, topic string, n in
 		t.Fatalf("create topic: %v", err)
 	}
 }
+
+// TestSourceIsolation: by default the source reads committed records
+// only (an aborted transaction's are skipped, and a partition is read up
+// to a transaction still open, until it commits); read_uncommitted reads
+// everything written.
+func TestSourceIsolation(t *testing.T) {
+	br := kafkatest.Start(t, kafkatest.Options{Topics: map[string]int{"in": 1}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	plain, err := kgo.NewClient(kgo.SeedBrokers(br.Addrs()...), kgo.DefaultProduceTopic("in"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	tx, err := kgo.NewClient(kgo.SeedBrokers(br.Addrs()...), kgo.DefaultProduceTopic("in"), kgo.TransactionalID("isolation-test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	// end is "commit", "abort" or "" (leave it open).
+	inTxn := func(end string, vals ...string) {
+		t.Helper()
+		if err := tx.BeginTransaction(); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range vals {
+			if err := tx.ProduceSync(ctx, kgo.StringRecord(v)).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if end != "" {
+			if err := tx.EndTransaction(ctx, kgo.TransactionEndTry(end == "commit")); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if err := plain.ProduceSync(ctx, kgo.StringRecord("plain")).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	inTxn("commit", "committed")
+	inTxn("abort", "aborted")
+	inTxn("", "open") // left open for now
+
+	committedOnly := openCfg(t, kafka.SourceConfig{Brokers: br.Addrs(), Topics: []string{"in"}}, 0, 1)
+	if got := values(read(t, committedOnly, 2, 100)); strings.Join(got, ",") != "committed,plain" {
+		t.Fatalf("read_committed read %v, want [plain committed]", got)
+	}
+	expectNothing(t, committedOnly) // held at the open transaction
+	all := openCfg(t, kafka.SourceConfig{Brokers: br.Addrs(), Topics: []string{"in"}, ReadUncommitted: true}, 0, 1)
+	if got := values(read(t, all, 4, 100)); strings.Join(got, ",") != "aborted,committed,open,plain" {
+		t.Fatalf("read_uncommitted read %v", got)
+	}
+	if err := tx.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if got := values(read(t, committedOnly, 1, 100)); strings.Join(got, ",") != "open" {
+		t.Fatalf("after the commit, read_committed read %v, want [open]", got)
+	}
+	// Latest, read committed, is the last stable offset: a source
+	// starting there misses nothing of a transaction open before.
+	inTxn("", "late")
+	latest := openCfg(t, kafka.SourceConfig{Brokers: br.Addrs(), Topics: []string{"in"}, Start: jobspec.KafkaStartLatest}, 0, 1)
+	if err := tx.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+	if got := values(read(t, latest, 1, 100)); strings.Join(got, ",") != "late" {
+		t.Fatalf("a source starting at latest during a transaction read %v, want [late]", got)
+	}
+}

@@ -30,6 +30,11 @@ func (k *KafkaSourceSpec) Check() error {
 			return fmt.Errorf("topic_pattern: %v", err)
 		}
 	}
+	switch k.Isolation {
+	case "", KafkaReadCommitted, KafkaReadUncommitted:
+	default:
+		return fmt.Errorf("isolation %q (want %s or %s)", k.Isolation, KafkaReadCommitted, KafkaReadUncommitted)
+	}
 	if d := k.DiscoveryInterval; d != nil && *d < 0 {
 		return errors.New("discovery_interval must not be negative")
 	}

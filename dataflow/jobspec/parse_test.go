@@ -73,6 +73,7 @@ func TestParseErrors(t *testing.T) {
 		{"kafka timestamp missing", strings.Replace(good, "{file: {path: in.jsonl}}", "{kafka: {brokers: [\"h:1\"], topics: [t], start: timestamp}}", 1), `start: timestamp needs start_timestamp`},
 		{"kafka timestamp bad", strings.Replace(good, "{file: {path: in.jsonl}}", "{kafka: {brokers: [\"h:1\"], topics: [t], start: timestamp, start_timestamp: yesterday}}", 1), `start_timestamp "yesterday" is neither RFC 3339 nor milliseconds`},
 		{"kafka negative discovery", strings.Replace(good, "{file: {path: in.jsonl}}", "{kafka: {brokers: [\"h:1\"], topics: [t], discovery_interval: -1s}}", 1), `"-1s" is not a duration`},
+		{"kafka bad isolation", strings.Replace(good, "{file: {path: in.jsonl}}", "{kafka: {brokers: [\"h:1\"], topics: [t], isolation: dirty}}", 1), `source.kafka: isolation "dirty" (want read_committed or read_uncommitted)`},
 		{"kafka group missing", strings.Replace(good, "{file: {path: in.jsonl}}", "{kafka: {brokers: [\"h:1\"], topics: [t], start: group}}", 1), `start: group needs a group`},
 		{"kafka sink no topic", strings.Replace(good, "{file: {path: out.jsonl}}", "{kafka: {brokers: [\"h:1\"]}}", 1), `node "out": sink.kafka: needs a topic`},
 		{"kafka sink bad delivery", strings.Replace(good, "{file: {path: out.jsonl}}", "{kafka: {brokers: [\"h:1\"], topic: t, delivery: twice}}", 1), `sink.kafka: delivery "twice" (want at_least_once or exactly_once)`},

@@ -247,11 +247,22 @@ type KafkaSourceSpec struct {
 	// for start: group; Eddy restores from its checkpoints, not from the
 	// group). The source does not join the group.
 	Group string `yaml:"group"`
+	// Isolation is "read_committed" (the default: records of aborted
+	// transactions are skipped, and a partition is read up to its first
+	// open transaction, as the output of an exactly-once sink must be
+	// read) or "read_uncommitted" (everything written, aborted included).
+	Isolation string `yaml:"isolation"`
 	// DiscoveryInterval is how often the source looks for partitions
 	// added to its topics, and for new topics topic_pattern matches; they
 	// are read from their earliest offset. Default 30s; 0 turns it off.
 	DiscoveryInterval *Duration `yaml:"discovery_interval"`
 }
+
+// Kafka source isolation levels.
+const (
+	KafkaReadCommitted   = "read_committed"
+	KafkaReadUncommitted = "read_uncommitted"
+)
 
 // Kafka sink delivery guarantees.
 const (
