@@ -2,13 +2,21 @@ package kafka
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/eddy-stream/eddy/dataflow/jobspec"
 )
 
 // openTimeout bounds how long Open waits for the cluster to
@@ -16,17 +24,86 @@ import (
 // the job's restart strategy then retries.
 const openTimeout = 30 * time.Second
 
-// kafkaBackoff is the client's retry backoff: 200 ms doubling up to 5 s.
+// kafkaBackoff is the client's retry backoff: 200 ms doubling up to 5 s (kgo counts tries from 1).
 func kafkaBackoff(tries int) time.Duration {
 	return min(100*time.Millisecond<<min(tries, 6), 5*time.Second)
 }
 
-// dialCluster returns a client for brokers with Eddy's retry backoff.
-func dialCluster(brokers []string, opts ...kgo.Opt) (*kgo.Client, error) {
-	return kgo.NewClient(append([]kgo.Opt{
-		kgo.SeedBrokers(brokers...),
-		kgo.RetryBackoffFn(kafkaBackoff),
-	}, opts...)...)
+// Security is how a client authenticates (SASL) and encrypts (TLS); the
+// zero value does neither.
+type Security struct {
+	SASL *jobspec.KafkaSASL
+	TLS  *jobspec.KafkaTLS
+}
+
+// options turns sec into client options, reading the SASL password from
+// the environment variable the spec names, on this worker.
+func (sec Security) options() ([]kgo.Opt, error) {
+	var out []kgo.Opt
+	if t := sec.TLS; t != nil {
+		// Without a ServerName the client checks each broker's
+		// certificate against the broker's host.
+		cfg := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: t.ServerName, InsecureSkipVerify: t.InsecureSkipVerify}
+		if t.CAFile != "" {
+			pem, err := os.ReadFile(t.CAFile)
+			if err != nil {
+				return nil, fmt.Errorf("tls.ca_file: %w", err)
+			}
+			cfg.RootCAs = x509.NewCertPool()
+			if !cfg.RootCAs.AppendCertsFromPEM(pem) {
+				return nil, fmt.Errorf("tls.ca_file %s holds no PEM certificate", t.CAFile)
+			}
+		}
+		out = append(out, kgo.DialTLSConfig(cfg))
+	}
+	if a := sec.SASL; a != nil {
+		pass, ok := os.LookupEnv(a.PasswordEnv)
+		if !ok {
+			return nil, fmt.Errorf("sasl: the environment variable %s (password_env) is not set on this worker", a.PasswordEnv)
+		}
+		var mech sasl.Mechanism
+		switch a.Mechanism {
+		case jobspec.SASLPlain:
+			mech = plain.Auth{User: a.Username, Pass: pass}.AsMechanism()
+		case jobspec.SASLScramSHA256:
+			mech = scram.Auth{User: a.Username, Pass: pass}.AsSha256Mechanism()
+		case jobspec.SASLScramSHA512:
+			mech = scram.Auth{User: a.Username, Pass: pass}.AsSha512Mechanism()
+		default:
+			return nil, fmt.Errorf("sasl: unknown mechanism %q", a.Mechanism)
+		}
+		out = append(out, kgo.SASL(mech))
+	}
+	return out, nil
+}
+
+// dialCluster returns a client for brokers with Eddy's retry backoff and
+// sec's authentication and encryption.
+func dialCluster(brokers []string, sec Security, opts ...kgo.Opt) (*kgo.Client, error) {
+	secOpts, err := sec.options()
+	if err != nil {
+		return nil, err
+	}
+	base := []kgo.Opt{kgo.SeedBrokers(brokers...), kgo.RetryBackoffFn(kafkaBackoff)}
+	return kgo.NewClient(append(append(base, secOpts...), opts...)...)
+}
+
+// refused reports an error that retrying cannot fix: the credentials or
+// the certificates are wrong, or the principal may not do this.
+func refused(err error) bool {
+	var (
+		unknownCA x509.UnknownAuthorityError
+		host      x509.HostnameError
+		invalid   x509.CertificateInvalidError
+		verify    *tls.CertificateVerificationError
+		record    tls.RecordHeaderError
+	)
+	return errors.Is(err, kerr.SaslAuthenticationFailed) || errors.Is(err, kerr.UnsupportedSaslMechanism) ||
+		errors.Is(err, kerr.IllegalSaslState) || errors.Is(err, kerr.TopicAuthorizationFailed) ||
+		errors.Is(err, kerr.ClusterAuthorizationFailed) || errors.Is(err, kerr.GroupAuthorizationFailed) ||
+		errors.Is(err, kerr.TransactionalIDAuthorizationFailed) ||
+		errors.As(err, &unknownCA) || errors.As(err, &host) || errors.As(err, &invalid) ||
+		errors.As(err, &verify) || errors.As(err, &record)
 }
 
 // retryWhileUnreachable calls f until it succeeds, fails with an error that
@@ -60,8 +137,8 @@ type topicMeta struct {
 // retrying while no broker answers until ctx ends; an unknown topic fails
 // at once with ErrUnknownTopic.
 func describeTopics(ctx context.Context, cl *kgo.Client, brokers, topics []string) ([]topicMeta, error) {
-	isUnknown := func(err error) bool { return errors.Is(err, ErrUnknownTopic) }
-	return retryWhileUnreachable(ctx, isUnknown, func(ctx context.Context) ([]topicMeta, error) {
+	permanent := func(err error) bool { return errors.Is(err, ErrUnknownTopic) || refused(err) }
+	return retryWhileUnreachable(ctx, permanent, func(ctx context.Context) ([]topicMeta, error) {
 		req := kmsg.NewPtrMetadataRequest()
 		if topics != nil {
 			req.Topics = []kmsg.MetadataRequestTopic{}

@@ -34,6 +34,7 @@ type SinkConfig struct {
 	TransactionTimeout time.Duration
 	// KeyField takes the key from this JSON field of the value.
 	KeyField string
+	Security Security
 	// OpenTimeout bounds Open's wait for the cluster; 0 means 30 s.
 	OpenTimeout time.Duration
 	Logger      *slog.Logger
@@ -53,6 +54,7 @@ func SinkConfigFromSpec(spec *jobspec.KafkaSinkSpec) (SinkConfig, error) {
 		TransactionalIDPrefix: spec.TransactionalIDPrefix,
 		TransactionTimeout:    spec.TransactionTimeout.D(),
 		KeyField:              spec.KeyField,
+		Security:              Security{SASL: spec.SASL, TLS: spec.TLS},
 	}
 	return c, spec.Check(true)
 }
@@ -176,7 +178,7 @@ func (s *Sink) Open(ctx context.Context, info dataflow.TaskInfo) error {
 	if !s.eos {
 		opts = append(opts, kgo.DefaultProduceTopic(s.cfg.Topic))
 	}
-	cl, err := dialCluster(s.cfg.Brokers, opts...)
+	cl, err := dialCluster(s.cfg.Brokers, s.cfg.Security, opts...)
 	if err != nil {
 		return fmt.Errorf("kafka sink: %w", err)
 	}
@@ -286,7 +288,7 @@ func (s *Sink) flush(ctx context.Context, cl *kgo.Client) error {
 // fenced the ids a failed attempt may have used beforehand).
 func (s *Sink) open(ctx context.Context, seq int64) (*txn, error) {
 	id := txnID(s.prefix, s.info.Subtask, seq)
-	cl, err := dialCluster(s.cfg.Brokers,
+	cl, err := dialCluster(s.cfg.Brokers, s.cfg.Security,
 		kgo.DefaultProduceTopic(s.cfg.Topic),
 		kgo.TransactionalID(id),
 		kgo.TransactionTimeout(s.cfg.TransactionTimeout),

@@ -68,6 +68,7 @@ type SourceConfig struct {
 	// ReadUncommitted reads the records of aborted and open transactions
 	// too; by default the source reads committed records only.
 	ReadUncommitted bool
+	Security        Security
 }
 
 // defaultDiscoveryInterval is the spec's default discovery_interval.
@@ -79,7 +80,8 @@ func ConfigFromSpec(spec *jobspec.KafkaSourceSpec) (SourceConfig, error) {
 		return SourceConfig{}, errors.New("kafka: no spec")
 	}
 	c := SourceConfig{Brokers: spec.Brokers, Topics: spec.Topics, TopicPattern: spec.TopicPattern, Start: spec.Start, Group: spec.Group,
-		DiscoveryInterval: defaultDiscoveryInterval, ReadUncommitted: spec.Isolation == jobspec.KafkaReadUncommitted}
+		DiscoveryInterval: defaultDiscoveryInterval, ReadUncommitted: spec.Isolation == jobspec.KafkaReadUncommitted,
+		Security: Security{SASL: spec.SASL, TLS: spec.TLS}}
 	if d := spec.DiscoveryInterval; d != nil {
 		c.DiscoveryInterval = d.D()
 	}
@@ -199,7 +201,7 @@ func (s *Source) Open(ctx context.Context, info dataflow.TaskInfo) error {
 	if s.cfg.ReadUncommitted {
 		isolation = kgo.ReadUncommitted()
 	}
-	cl, err := dialCluster(s.cfg.Brokers, kgo.FetchMaxWait(500*time.Millisecond), kgo.FetchIsolationLevel(isolation))
+	cl, err := dialCluster(s.cfg.Brokers, s.cfg.Security, kgo.FetchMaxWait(500*time.Millisecond), kgo.FetchIsolationLevel(isolation))
 	if err != nil {
 		return fmt.Errorf("kafka source: %w", err)
 	}

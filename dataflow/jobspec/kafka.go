@@ -30,6 +30,9 @@ func (k *KafkaSourceSpec) Check() error {
 			return fmt.Errorf("topic_pattern: %v", err)
 		}
 	}
+	if err := k.SASL.check(); err != nil {
+		return err
+	}
 	switch k.Isolation {
 	case "", KafkaReadCommitted, KafkaReadUncommitted:
 	default:
@@ -85,6 +88,9 @@ func (k *KafkaSinkSpec) Check(checkpointing bool) error {
 	if k.Topic == "" {
 		return errors.New("needs a topic")
 	}
+	if err := k.SASL.check(); err != nil {
+		return err
+	}
 	if k.TransactionTimeout < 0 {
 		return errors.New("transaction_timeout must not be negative")
 	}
@@ -99,6 +105,25 @@ func (k *KafkaSinkSpec) Check(checkpointing bool) error {
 		}
 	default:
 		return fmt.Errorf("delivery %q (want %s or %s)", k.Delivery, KafkaAtLeastOnce, KafkaExactlyOnce)
+	}
+	return nil
+}
+
+// check reports the first problem of a SASL section; nil is none.
+func (a *KafkaSASL) check() error {
+	if a == nil {
+		return nil
+	}
+	switch a.Mechanism {
+	case SASLPlain, SASLScramSHA256, SASLScramSHA512:
+	default:
+		return fmt.Errorf("sasl.mechanism %q (want %s, %s or %s)", a.Mechanism, SASLPlain, SASLScramSHA256, SASLScramSHA512)
+	}
+	if a.Username == "" {
+		return errors.New("sasl needs a username")
+	}
+	if a.PasswordEnv == "" {
+		return errors.New("sasl needs password_env (the environment variable that holds the password on the workers)")
 	}
 	return nil
 }

@@ -247,6 +247,9 @@ type KafkaSourceSpec struct {
 	// for start: group; Eddy restores from its checkpoints, not from the
 	// group). The source does not join the group.
 	Group string `yaml:"group"`
+	// SASL and TLS secure the connections (both optional).
+	SASL *KafkaSASL `yaml:"sasl"`
+	TLS  *KafkaTLS  `yaml:"tls"`
 	// Isolation is "read_committed" (the default: records of aborted
 	// transactions are skipped, and a partition is read up to its first
 	// open transaction, as the output of an exactly-once sink must be
@@ -292,7 +295,40 @@ type KafkaSinkSpec struct {
 	// KeyField, when set, takes the Kafka key from this top-level JSON
 	// field of the value instead of the record's key.
 	KeyField string `yaml:"key_field"`
+	// SASL and TLS secure the connections (both optional).
+	SASL *KafkaSASL `yaml:"sasl"`
+	TLS  *KafkaTLS  `yaml:"tls"`
 }
+
+// KafkaSASL authenticates a Kafka client with SASL.
+type KafkaSASL struct {
+	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
+	Mechanism string `yaml:"mechanism"`
+	Username  string `yaml:"username"`
+	// PasswordEnv names the environment variable that holds the password.
+	// Each worker reads it when the task opens: a job spec, which the
+	// coordinator stores and shows, carries no secret.
+	PasswordEnv string `yaml:"password_env"`
+}
+
+// KafkaTLS makes a Kafka client connect with TLS.
+type KafkaTLS struct {
+	// CAFile is a PEM file of the certificate authorities to trust, on
+	// the workers; empty trusts the system's.
+	CAFile string `yaml:"ca_file"`
+	// ServerName overrides the name the brokers' certificates are checked
+	// against (default: the host of each broker address).
+	ServerName string `yaml:"server_name"`
+	// InsecureSkipVerify accepts any certificate: for tests only.
+	InsecureSkipVerify bool `yaml:"insecure_skip_verify"`
+}
+
+// SASL mechanisms of Kafka clients.
+const (
+	SASLPlain       = "PLAIN"
+	SASLScramSHA256 = "SCRAM-SHA-256"
+	SASLScramSHA512 = "SCRAM-SHA-512"
+)
 
 // FileSinkSpec writes one JSON value per line.
 type FileSinkSpec struct {

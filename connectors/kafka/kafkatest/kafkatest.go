@@ -1,7 +1,8 @@
 // Package kafkatest runs cmd/eddy-kafka (a kfake-based Kafka-protocol
 // broker) as its own process for tests: a real TCP broker on 127.0.0.1
-// that a test can stop, kill and start again. It is not for anything but
-// tests (the broker has no replication, SASL or TLS).
+// that a test can stop, kill and start again, optionally with SASL
+// (Options.SASL) and TLS (Options.TLS). It is not for anything but tests
+// (the broker has no replication).
 //
 // The broker keeps its state in a data directory (Options.DataDir, by
 // default a t.TempDir()): a Stop/Start or Kill/Start cycle keeps the
@@ -12,8 +13,15 @@ package kafkatest
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -44,6 +52,18 @@ type Options struct {
 	// to survive Kill (see Broker.Kill); it would matter only for a crash
 	// of the machine.
 	SyncWrites bool
+	// SASL, when set, makes the broker require authentication with this user.
+	SASL *SASL
+	// TLS serves TLS with a certificate made for the test (for 127.0.0.1,
+	// self-signed, ECDSA P-256, valid an hour); Broker.CAFile names its
+	// PEM, which clients trust.
+	TLS bool
+}
+
+// SASL is a user the broker knows; clients authenticate as it.
+type SASL struct {
+	// Mechanism is PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512.
+	Mechanism, User, Password string
 }
 
 // Broker is a running (or stopped) eddy-kafka process.
@@ -52,6 +72,9 @@ type Broker struct {
 	opts  Options
 	ports []int
 	addrs []string
+	// certFile (which is also the CA file: the certificate is
+	// self-signed) and keyFile, with Options.TLS.
+	certFile, keyFile string
 
 	mu   sync.Mutex
 	cmd  *exec.Cmd
@@ -106,7 +129,27 @@ func Start(t testing.TB, opts Options) *Broker {
 		// directory is removed.
 		opts.DataDir = t.TempDir()
 	}
+	if u := opts.SASL; u != nil {
+		// Checked here, as eddy-kafka would, rather than by retrying its
+		// start until ReadyTimeout.
+		switch u.Mechanism {
+		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+		default:
+			t.Fatalf("kafkatest: SASL mechanism %q is none of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", u.Mechanism)
+		}
+		if u.User == "" || u.Password == "" || strings.Contains(u.User, ":") {
+			t.Fatalf("kafkatest: SASL user %q: want a user without ':' and a password", u.User)
+		}
+	}
 	b := &Broker{t: t, opts: opts}
+	if opts.TLS {
+		// Not in DataDir, which a test may share between brokers.
+		dir := t.TempDir()
+		b.certFile, b.keyFile = filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
+		if err := writeCertificate(b.certFile, b.keyFile, time.Hour); err != nil {
+			t.Fatalf("kafkatest: %v", err)
+		}
+	}
 	for i := 0; i < n; i++ {
 		p, err := freePort()
 		if err != nil {
@@ -124,6 +167,11 @@ func (b *Broker) Addrs() []string { return append([]string(nil), b.addrs...) }
 
 // Bootstrap returns the addresses joined by commas (kcat's -b form).
 func (b *Broker) Bootstrap() string { return strings.Join(b.addrs, ",") }
+
+// CAFile returns the path of the PEM certificate clients trust to reach
+// the broker with Options.TLS; "" without TLS. It stays the same across
+// restarts.
+func (b *Broker) CAFile() string { return b.certFile }
 
 // Start (re)starts a stopped broker on the same ports and data directory,
 // with the state the last run left there. Starting a running broker is a
@@ -171,6 +219,12 @@ func (b *Broker) start() error {
 	}
 	if b.opts.AutoCreateTopics {
 		args = append(args, "--auto-create-topics")
+	}
+	if u := b.opts.SASL; u != nil {
+		args = append(args, "--sasl", u.Mechanism+":"+u.User+":"+u.Password)
+	}
+	if b.opts.TLS {
+		args = append(args, "--tls-cert", b.certFile, "--tls-key", b.keyFile)
 	}
 	timeout := b.opts.ReadyTimeout
 	if timeout <= 0 {
@@ -297,4 +351,44 @@ func (l *lockedWriter) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.w.String()
+}
+
+// writeCertificate writes a new self-signed certificate for 127.0.0.1,
+// valid for validFor, and its key to certFile and keyFile (PEM). The
+// certificate is its own CA (IsCA), so that OpenSSL (kcat) takes it as a
+// trust anchor as Go does; its IP address lets both verify the host name.
+func writeCertificate(certFile, keyFile string, validFor time.Duration) error {
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return fmt.Errorf("certificate key: %w", err)
+	}
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 127))
+	if err != nil {
+		return fmt.Errorf("certificate serial: %w", err)
+	}
+	now := time.Now()
+	tmpl := &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: "kafkatest 127.0.0.1"},
+		// A minute back for clocks a little behind.
+		NotBefore:             now.Add(-time.Minute),
+		NotAfter:              now.Add(validFor),
+		IPAddresses:           []net.IP{net.IPv4(127, 0, 0, 1)},
+		KeyUsage:              x509.KeyUsageDigitalSignature | x509.KeyUsageCertSign,
+		ExtKeyUsage:           []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		BasicConstraintsValid: true,
+		IsCA:                  true,
+	}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
+	if err != nil {
+		return fmt.Errorf("certificate: %w", err)
+	}
+	keyDER, err := x509.MarshalPKCS8PrivateKey(key)
+	if err != nil {
+		return fmt.Errorf("certificate key: %w", err)
+	}
+	if err := os.WriteFile(certFile, pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}), 0o644); err != nil {
+		return err
+	}
+	return os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: keyDER}), 0o600)
 }

@@ -119,11 +119,11 @@ func transaction(ctx context.Context, t *testing.T, cl *kgo.Client, end kgo.Tran
 }
 
 // readCommitted reads topic from the start with read_committed until the
-// record whose value is last.
-func readCommitted(ctx context.Context, t *testing.T, br *kafkatest.Broker, topic, last string) []string {
+// record whose value is last, with a client with opts too.
+func readCommitted(ctx context.Context, t *testing.T, br *kafkatest.Broker, topic, last string, opts ...kgo.Opt) []string {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(br.Addrs()...), kgo.ConsumeTopics(topic),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted()))
+	cl, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(br.Addrs()...), kgo.ConsumeTopics(topic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()), kgo.FetchIsolationLevel(kgo.ReadCommitted())}, opts...)...)
 	if err != nil {
 		t.Fatal(err)
 	}

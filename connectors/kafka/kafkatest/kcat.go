@@ -31,7 +31,7 @@ func (b *Broker) Produce(t testing.TB, topic string, lines []string, keyed bool)
 // ProduceLines is Produce for any goroutine: kcat is kcat's path (Kcat).
 // kcat waits for the broker while it is down, up to a minute.
 func (b *Broker) ProduceLines(kcat, topic string, lines []string, keyed bool) error {
-	args := []string{"-P", "-b", b.Bootstrap(), "-t", topic}
+	args := append([]string{"-P", "-b", b.Bootstrap(), "-t", topic}, b.kcatSecurity()...)
 	if keyed {
 		args = append(args, "-K", ":")
 	}
@@ -52,8 +52,9 @@ func (b *Broker) ReadCommitted(t testing.TB, topic, format string) []string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, Kcat(t), "-C", "-b", b.Bootstrap(), "-t", topic, "-o", "beginning", "-e", "-q",
-		"-X", "isolation.level=read_committed", "-f", format+`\n`)
+	args := append([]string{"-C", "-b", b.Bootstrap(), "-t", topic, "-o", "beginning", "-e", "-q",
+		"-X", "isolation.level=read_committed", "-f", format + `\n`}, b.kcatSecurity()...)
+	cmd := exec.CommandContext(ctx, Kcat(t), args...)
 	out, err := cmd.Output()
 	if err != nil {
 		msg := ""
@@ -67,4 +68,27 @@ func (b *Broker) ReadCommitted(t testing.TB, topic, format string) []string {
 		return nil
 	}
 	return strings.Split(s, "\n")
+}
+
+// kcatSecurity returns kcat's (librdkafka's) settings for the broker's
+// SASL and TLS. librdkafka verifies the broker's host name too
+// (ssl.endpoint.identification.algorithm=https, its default): the test
+// certificate names 127.0.0.1.
+func (b *Broker) kcatSecurity() []string {
+	var args []string
+	switch {
+	case b.opts.SASL != nil && b.opts.TLS:
+		args = append(args, "-X", "security.protocol=SASL_SSL")
+	case b.opts.SASL != nil:
+		args = append(args, "-X", "security.protocol=SASL_PLAINTEXT")
+	case b.opts.TLS:
+		args = append(args, "-X", "security.protocol=SSL")
+	}
+	if u := b.opts.SASL; u != nil {
+		args = append(args, "-X", "sasl.mechanisms="+u.Mechanism, "-X", "sasl.username="+u.User, "-X", "sasl.password="+u.Password)
+	}
+	if b.opts.TLS {
+		args = append(args, "-X", "ssl.ca.location="+b.CAFile())
+	}
+	return args
 }
