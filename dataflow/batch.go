@@ -198,6 +198,14 @@ type SplitSource interface {
 	Splits() (n int, last []int32)
 }
 
+// PendingReporter is implemented by sources that know how many records
+// are waiting for them (Flink's pendingRecords metric; Kafka: each
+// partition's end offset minus the position). The task asks after every
+// Next, from its goroutine.
+type PendingReporter interface {
+	PendingRecords() (n int64, known bool)
+}
+
 // Sink consumes the records of one parallel instance of a sink node.
 type Sink interface {
 	Open(ctx context.Context, info TaskInfo) error

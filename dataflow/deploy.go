@@ -121,6 +121,9 @@ type TaskStat struct {
 	// Watermark is the task's event-time watermark: math.MinInt64 before
 	// the first, math.MaxInt64 once its inputs ended.
 	Watermark int64
+	// PendingRecords are the records waiting for the task's source
+	// (PendingReporter); -1 when it has none or cannot tell.
+	PendingRecords int64
 }
 
 // taskMetrics are the live counters behind TaskStat, written by the task's
@@ -134,6 +137,7 @@ type taskMetrics struct {
 	blockedSince atomic.Int64 // unix ns of the wait in progress, 0 if none
 	start, end   atomic.Int64 // unix ns; end 0 while running
 	watermark    atomic.Int64
+	pending      atomic.Int64 // -1: unknown
 }
 
 func newTaskMetrics(id string) *taskMetrics {
@@ -141,6 +145,7 @@ func newTaskMetrics(id string) *taskMetrics {
 	m.setState(TaskDeploying)
 	m.start.Store(time.Now().UnixNano())
 	m.watermark.Store(math.MinInt64)
+	m.pending.Store(-1)
 	return m
 }
 
@@ -171,7 +176,7 @@ func (m *taskMetrics) stat() TaskStat {
 		ratio = min(1, max(0, float64(blocked)/float64(run)))
 	}
 	st := TaskStat{ID: m.id, State: *m.state.Load(), RecordsIn: m.in.Load(), RecordsOut: m.out.Load(),
-		Backpressured: time.Duration(blocked), BackpressureRatio: ratio, Watermark: m.watermark.Load()}
+		Backpressured: time.Duration(blocked), BackpressureRatio: ratio, Watermark: m.watermark.Load(), PendingRecords: m.pending.Load()}
 	if e := m.err.Load(); e != nil {
 		st.Error = *e
 	}

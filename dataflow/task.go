@@ -395,6 +395,7 @@ func (t *task) runSource(ctx context.Context) error {
 	if t.splits != nil {
 		clock = newSplitClock(ooo, idle)
 	}
+	pending, _ := t.source.(PendingReporter)
 	// The source batch is reused when a stage consumes it synchronously;
 	// when the chain is just the source it is sent downstream, so fresh.
 	var reuse *Batch
@@ -416,6 +417,11 @@ func (t *task) runSource(ctx context.Context) error {
 			b.Reset()
 		}
 		err := t.source.Next(ctx, b, bs)
+		if pending != nil {
+			if n, ok := pending.PendingRecords(); ok {
+				t.metrics.pending.Store(n)
+			}
+		}
 		now := time.Now()
 		n := b.Len()
 		if n > 0 {

@@ -310,11 +310,15 @@ func printStatus(w io.Writer, resp *eddyv1.JobStatusResponse) {
 	}
 	if len(resp.GetTasks()) > 0 {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "TASK\tSTATE\tWORKER\tRECORDS IN\tRECORDS OUT\tBACKPRESSURE\tERROR")
+		fmt.Fprintln(tw, "TASK\tSTATE\tWORKER\tRECORDS IN\tRECORDS OUT\tBACKPRESSURE\tPENDING\tERROR")
 		for _, t := range resp.GetTasks() {
 			m := t.GetMetrics()
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.0f%%\t%s\n", t.GetTaskId(), taskState(t.GetState()), t.GetWorkerId(),
-				m.GetRecordsIn(), m.GetRecordsOut(), 100*m.GetBackpressureRatio(), t.GetError())
+			pending := "-" // no source, or one that cannot tell
+			if m.PendingRecords != nil {
+				pending = strconv.FormatInt(m.GetPendingRecords(), 10)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.0f%%\t%s\t%s\n", t.GetTaskId(), taskState(t.GetState()), t.GetWorkerId(),
+				m.GetRecordsIn(), m.GetRecordsOut(), 100*m.GetBackpressureRatio(), pending, t.GetError())
 		}
 		tw.Flush()
 	}

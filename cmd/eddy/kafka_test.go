@@ -155,6 +155,18 @@ func (f *kafkaFixture) waitOutput(t *testing.T, want []string, within time.Durat
 	}
 }
 
+// pendingByTask reads the PENDING column of `job status`, by task.
+func pendingByTask(status string) map[string]string {
+	out := map[string]string{}
+	for _, line := range strings.Split(status, "\n") {
+		f := strings.Fields(line)
+		if len(f) >= 7 && strings.HasSuffix(f[0], "]") {
+			out[f[0]] = f[6]
+		}
+	}
+	return out
+}
+
 // diffSorted returns what is in a and not in b, and what is in b and not
 // in a, as multisets.
 func diffSorted(a, b []string) (onlyA, onlyB []string) {
@@ -282,6 +294,13 @@ func TestKafkaBrokerOutages(t *testing.T) {
 	f.waitOutput(t, expectedCounts(first), 2*time.Minute, true)
 	state, attempt, _ := f.c.status(t, id)
 	t.Logf("after the outages: %s at attempt %d", state, attempt)
+	// Everything read: `job status` shows no pending records for the
+	// source tasks (and "-" for the others, which have no source).
+	eventually(t, 10*time.Second, "the sources' pending records at 0", func() bool {
+		_, _, st := f.c.status(t, id)
+		p := pendingByTask(st)
+		return p["txns[0]"] == "0" && p["txns[1]"] == "0" && p["counts[0]"] == "-"
+	})
 	if r := f.c.client(t, "job", "cancel", id); r.code != 0 {
 		t.Fatal(r.stderr)
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"regexp"
 	"slices"
 	"sort"
@@ -152,6 +153,9 @@ type Source struct {
 	// fromEarliest are partitions a restored position does not name; the
 	// first Next starts them at their earliest offset.
 	fromEarliest []tp
+	// end is each partition's end offset (the last stable offset when
+	// reading committed records) as last seen: at Open, then in fetches.
+	end map[tp]int64
 	// skipBefore: start: timestamp drops a partition's records older than
 	// StartMillis until its first record at or after it. Kafka's
 	// ListOffsets answers that record's offset already; kfake answers the
@@ -182,6 +186,7 @@ var (
 	_ dataflow.Checkpointed       = (*Source)(nil)
 	_ dataflow.SplitSource        = (*Source)(nil)
 	_ dataflow.CheckpointListener = (*Source)(nil)
+	_ dataflow.PendingReporter    = (*Source)(nil)
 )
 
 // Open connects, finds the partitions this subtask owns and resolves the
@@ -222,8 +227,35 @@ func (s *Source) Open(ctx context.Context, info dataflow.TaskInfo) error {
 	for i, p := range owned {
 		s.split[p] = int32(i)
 	}
-	s.next, err = s.startOffsets(mctx, owned)
-	return err
+	if s.next, err = s.startOffsets(mctx, owned); err != nil {
+		return err
+	}
+	s.end = map[tp]int64{}
+	s.learnEnds(mctx, owned)
+	return nil
+}
+
+// learnEnds asks for the end offsets of parts, for PendingRecords; a
+// failure leaves them unknown until a fetch tells.
+func (s *Source) learnEnds(ctx context.Context, parts []tp) {
+	if ends, err := s.listOffsets(ctx, parts, -1); err == nil {
+		maps.Copy(s.end, ends)
+	}
+}
+
+// PendingRecords implements dataflow.PendingReporter: the records between
+// the position and the end of each partition, summed, once every
+// partition's end is known.
+func (s *Source) PendingRecords() (int64, bool) {
+	var n int64
+	for p, next := range s.next {
+		end, ok := s.end[p]
+		if !ok {
+			return 0, false
+		}
+		n += max(0, end-next)
+	}
+	return n, true
 }
 
 // own returns the partitions of parts this subtask reads that it does not
@@ -259,6 +291,7 @@ func (s *Source) discover(ctx context.Context) {
 		return
 	}
 	m := map[string]map[int32]kgo.Offset{}
+	s.learnEnds(dctx, added)
 	for _, p := range added {
 		s.split[p] = int32(len(s.split))
 		s.next[p] = offs[p]
@@ -531,6 +564,15 @@ func (s *Source) Next(ctx context.Context, b *dataflow.Batch, max int) error {
 		// here (an authorization failure, a data loss) is fatal.
 		return fmt.Errorf("kafka source: fetch %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
 	}
+	fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+		end := fp.HighWatermark
+		if !s.cfg.ReadUncommitted {
+			end = fp.LastStableOffset
+		}
+		if end >= 0 {
+			s.end[tp{fp.Topic, fp.Partition}] = end
+		}
+	})
 	fs.EachRecord(func(r *kgo.Record) {
 		rec := dataflow.Record{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp.UnixMilli()}
 		if len(r.Headers) > 0 {

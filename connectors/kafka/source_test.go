@@ -739,3 +739,34 @@ func TestSourceIsolation(t *testing.T) {
 		t.Fatalf("a source starting at latest during a transaction read %v, want [late]", got)
 	}
 }
+
+// TestSourcePendingRecords: the records between the position and the end
+// of the partitions, known from Open on, shrinking as the source reads.
+func TestSourcePendingRecords(t *testing.T) {
+	br := kafkatest.Start(t, kafkatest.Options{Topics: map[string]int{"in": 3}})
+	produce(t, br.Addrs(), "in", 3, 0, 30)
+	src := openCfg(t, kafka.SourceConfig{Brokers: br.Addrs(), Topics: []string{"in"}}, 0, 1)
+	pending := func() int64 {
+		t.Helper()
+		n, ok := src.PendingRecords()
+		if !ok {
+			t.Fatal("pending records unknown")
+		}
+		return n
+	}
+	if n := pending(); n != 30 {
+		t.Fatalf("pending %d after Open, want 30", n)
+	}
+	read(t, src, 10, 10)
+	if n := pending(); n != 20 {
+		t.Fatalf("pending %d after reading 10, want 20", n)
+	}
+	read(t, src, 20, 100)
+	if n := pending(); n != 0 {
+		t.Fatalf("pending %d after reading everything, want 0", n)
+	}
+	latest := openCfg(t, kafka.SourceConfig{Brokers: br.Addrs(), Topics: []string{"in"}, Start: jobspec.KafkaStartLatest}, 0, 1)
+	if n, ok := latest.PendingRecords(); !ok || n != 0 {
+		t.Fatalf("a source at latest: pending %d (known %v), want 0", n, ok)
+	}
+}

@@ -43,6 +43,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
@@ -432,6 +433,9 @@ func (w *Worker) reports() []*eddyv1.TaskReport {
 			if ok {
 				rep.Metrics = &eddyv1.TaskMetrics{RecordsIn: uint64(s.RecordsIn), RecordsOut: uint64(s.RecordsOut),
 					BackpressureRatio: s.BackpressureRatio, WatermarkMs: s.Watermark}
+				if s.PendingRecords >= 0 {
+					rep.Metrics.PendingRecords = proto.Int64(s.PendingRecords)
+				}
 			}
 			if finished {
 				switch {

@@ -259,9 +259,14 @@ type TaskMetrics struct {
 	BackpressureRatio float64 `protobuf:"fixed64,5,opt,name=backpressure_ratio,json=backpressureRatio,proto3" json:"backpressure_ratio,omitempty"`
 	// The task's current event-time watermark; math.MinInt64 before the
 	// first one.
-	WatermarkMs   int64 `protobuf:"varint,6,opt,name=watermark_ms,json=watermarkMs,proto3" json:"watermark_ms,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	WatermarkMs int64 `protobuf:"varint,6,opt,name=watermark_ms,json=watermarkMs,proto3" json:"watermark_ms,omitempty"`
+	// Records waiting for the task's source (Flink's pendingRecords): for
+	// Kafka, the end offset of each partition it reads minus its position,
+	// summed (transaction markers count as records). Unset when the task
+	// has no source or its source cannot tell.
+	PendingRecords *int64 `protobuf:"varint,7,opt,name=pending_records,json=pendingRecords,proto3,oneof" json:"pending_records,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *TaskMetrics) Reset() {
@@ -336,6 +341,13 @@ func (x *TaskMetrics) GetWatermarkMs() int64 {
 	return 0
 }
 
+func (x *TaskMetrics) GetPendingRecords() int64 {
+	if x != nil && x.PendingRecords != nil {
+		return *x.PendingRecords
+	}
+	return 0
+}
+
 // NotLeader is attached as an error detail to a status with code
 // UNAVAILABLE by a coordinator that is not the Raft leader and does not
 // forward the call (Cluster calls are never forwarded: workers go to the
@@ -401,7 +413,7 @@ var File_eddy_v1_common_proto protoreflect.FileDescriptor
 
 const file_eddy_v1_common_proto_rawDesc = "" +
 	"\n" +
-	"\x14eddy/v1/common.proto\x12\aeddy.v1\"\xd7\x01\n" +
+	"\x14eddy/v1/common.proto\x12\aeddy.v1\"\x99\x02\n" +
 	"\vTaskMetrics\x12\x1d\n" +
 	"\n" +
 	"records_in\x18\x01 \x01(\x04R\trecordsIn\x12\x1f\n" +
@@ -410,7 +422,9 @@ const file_eddy_v1_common_proto_rawDesc = "" +
 	"\bbytes_in\x18\x03 \x01(\x04R\abytesIn\x12\x1b\n" +
 	"\tbytes_out\x18\x04 \x01(\x04R\bbytesOut\x12-\n" +
 	"\x12backpressure_ratio\x18\x05 \x01(\x01R\x11backpressureRatio\x12!\n" +
-	"\fwatermark_ms\x18\x06 \x01(\x03R\vwatermarkMs\"O\n" +
+	"\fwatermark_ms\x18\x06 \x01(\x03R\vwatermarkMs\x12,\n" +
+	"\x0fpending_records\x18\a \x01(\x03H\x00R\x0ependingRecords\x88\x01\x01B\x12\n" +
+	"\x10_pending_records\"O\n" +
 	"\tNotLeader\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12%\n" +
 	"\x0eleader_address\x18\x02 \x01(\tR\rleaderAddress*\xef\x01\n" +
@@ -472,6 +486,7 @@ func file_eddy_v1_common_proto_init() {
 	if File_eddy_v1_common_proto != nil {
 		return
 	}
+	file_eddy_v1_common_proto_msgTypes[0].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
