@@ -105,7 +105,7 @@ func (r Registry) SourceBounded(spec *jobspec.SourceSpec) bool {
 	case "generator":
 		return spec.Generator.Count > 0
 	case "kafka":
-		return false
+		return spec.Kafka.StopAt != ""
 	default:
 		return true
 	}

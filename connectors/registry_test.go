@@ -63,6 +63,7 @@ func TestSourceBounded(t *testing.T) {
 		{"generator without count", genSpec(jobspec.GeneratorSpec{Kind: "sequence"}), false},
 		{"file", fileSourceSpec("x.jsonl", "", ""), true},
 		{"kafka", &jobspec.SourceSpec{Kafka: &jobspec.KafkaSourceSpec{Brokers: []string{"h:1"}, Topics: []string{"t"}}}, false},
+		{"kafka stop_at latest", &jobspec.SourceSpec{Kafka: &jobspec.KafkaSourceSpec{Brokers: []string{"h:1"}, Topics: []string{"t"}, StopAt: "latest"}}, true},
 		{"no connector", &jobspec.SourceSpec{}, false},
 		{"nil", nil, false},
 	}

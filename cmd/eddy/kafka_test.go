@@ -323,3 +323,38 @@ nodes:
 		t.Fatalf("exit %d, stderr:\n%s", r.code, r.stderr)
 	}
 }
+
+// TestKafkaBoundedRun: with stop_at: latest the Kafka source ends at the
+// end the topic had when the job started, so `eddy run` finishes by
+// itself, every window and timer fired, with the exact output.
+func TestKafkaBoundedRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	kafkatest.Kcat(t)
+	br := kafkatest.Start(t, kafkatest.Options{Topics: map[string]int{"txns": 4, "counts": 2}})
+	lines, perCard := kafkaInput(3000, 100, 0)
+	br.Produce(t, "txns", lines, true)
+	spec, _ := inlineSpec(t, fmt.Sprintf(`name: bounded
+parallelism: 2
+nodes:
+  - name: txns
+    source: {kafka: {brokers: [%[1]q], topics: [txns], stop_at: latest}}
+  - name: counts
+    input: txns
+    key_by: card
+    wasm: {module: %[2]q}
+  - name: out
+    input: counts
+    sink: {kafka: {brokers: [%[1]q], topic: counts}}
+`, br.Bootstrap(), filepath.Join(repoRoot(t), "udfs/build/counter-c.wasm")))
+	if r := eddy(t, "run", spec); r.code != 0 {
+		t.Fatalf("eddy run: exit %d\n%s", r.code, r.stderr)
+	}
+	got := br.ReadCommitted(t, "counts", "%s")
+	slices.Sort(got)
+	if want := expectedCounts(perCard); !slices.Equal(got, want) {
+		missing, extra := diffSorted(want, got)
+		t.Fatalf("%d records, want %d: %d missing, %d extra", len(got), len(want), len(missing), len(extra))
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"maps"
 	"regexp"
 	"slices"
@@ -70,6 +71,9 @@ type SourceConfig struct {
 	// too; by default the source reads committed records only.
 	ReadUncommitted bool
 	Security        Security
+	// StopAtLatest makes the source bounded: it ends at the end offsets
+	// its partitions have at the first Open (a restore keeps them).
+	StopAtLatest bool
 }
 
 // defaultDiscoveryInterval is the spec's default discovery_interval.
@@ -82,7 +86,10 @@ func ConfigFromSpec(spec *jobspec.KafkaSourceSpec) (SourceConfig, error) {
 	}
 	c := SourceConfig{Brokers: spec.Brokers, Topics: spec.Topics, TopicPattern: spec.TopicPattern, Start: spec.Start, Group: spec.Group,
 		DiscoveryInterval: defaultDiscoveryInterval, ReadUncommitted: spec.Isolation == jobspec.KafkaReadUncommitted,
-		Security: Security{SASL: spec.SASL, TLS: spec.TLS}}
+		Security: Security{SASL: spec.SASL, TLS: spec.TLS}, StopAtLatest: spec.StopAt == jobspec.KafkaStopAtLatest}
+	if c.StopAtLatest {
+		c.DiscoveryInterval = 0 // a bounded source reads the partitions it starts with
+	}
 	if d := spec.DiscoveryInterval; d != nil {
 		c.DiscoveryInterval = d.D()
 	}
@@ -156,6 +163,8 @@ type Source struct {
 	// end is each partition's end offset (the last stable offset when
 	// reading committed records) as last seen: at Open, then in fetches.
 	end map[tp]int64
+	// stop is where a bounded source ends each partition (nil: unbounded).
+	stop map[tp]int64
 	// skipBefore: start: timestamp drops a partition's records older than
 	// StartMillis until its first record at or after it. Kafka's
 	// ListOffsets answers that record's offset already; kfake answers the
@@ -206,7 +215,11 @@ func (s *Source) Open(ctx context.Context, info dataflow.TaskInfo) error {
 	if s.cfg.ReadUncommitted {
 		isolation = kgo.ReadUncommitted()
 	}
-	cl, err := dialCluster(s.cfg.Brokers, s.cfg.Security, kgo.FetchMaxWait(500*time.Millisecond), kgo.FetchIsolationLevel(isolation))
+	// Control records (transaction markers) are kept so that the
+	// position moves past them: a bounded source's stop offset may be
+	// just after one.
+	cl, err := dialCluster(s.cfg.Brokers, s.cfg.Security, kgo.FetchMaxWait(500*time.Millisecond), kgo.FetchIsolationLevel(isolation),
+		kgo.KeepControlRecords())
 	if err != nil {
 		return fmt.Errorf("kafka source: %w", err)
 	}
@@ -232,7 +245,34 @@ func (s *Source) Open(ctx context.Context, info dataflow.TaskInfo) error {
 	}
 	s.end = map[tp]int64{}
 	s.learnEnds(mctx, owned)
+	if s.cfg.StopAtLatest {
+		// Seek replaces these with the checkpoint's when restoring.
+		if s.stop, err = s.listOffsets(mctx, owned, -1); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// finished reports a bounded source that reached every stop offset, and
+// pauses the partitions it is done with.
+func (s *Source) finished() bool {
+	if s.stop == nil {
+		return false
+	}
+	done := true
+	pause := map[string][]int32{}
+	for p, stop := range s.stop {
+		if s.next[p] < stop {
+			done = false
+		} else if s.started {
+			pause[p.topic] = append(pause[p.topic], p.partition)
+		}
+	}
+	if len(pause) > 0 {
+		s.client.PauseFetchPartitions(pause)
+	}
+	return done
 }
 
 // learnEnds asks for the end offsets of parts, for PendingRecords; a
@@ -250,6 +290,9 @@ func (s *Source) PendingRecords() (int64, bool) {
 	var n int64
 	for p, next := range s.next {
 		end, ok := s.end[p]
+		if stop, bounded := s.stop[p]; bounded {
+			end, ok = stop, true
+		}
 		if !ok {
 			return 0, false
 		}
@@ -515,9 +558,12 @@ func (s *Source) Next(ctx context.Context, b *dataflow.Batch, max int) error {
 	if s.cfg.DiscoveryInterval > 0 && time.Since(s.discovered) >= s.cfg.DiscoveryInterval {
 		s.discover(ctx)
 	}
+	if s.finished() {
+		return io.EOF
+	}
 	if len(s.next) == 0 {
 		// No partition for this subtask: idle, but not finished (the
-		// topic may gain partitions; this source does not follow them).
+		// topic may gain partitions).
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -574,24 +620,36 @@ func (s *Source) Next(ctx context.Context, b *dataflow.Batch, max int) error {
 		}
 	})
 	fs.EachRecord(func(r *kgo.Record) {
-		rec := dataflow.Record{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp.UnixMilli()}
-		if len(r.Headers) > 0 {
-			rec.Headers = make([]dataflow.Header, len(r.Headers))
-			for i, h := range r.Headers {
-				rec.Headers[i] = dataflow.Header{Key: h.Key, Value: h.Value}
-			}
-		}
 		p := tp{r.Topic, r.Partition}
+		if stop, ok := s.stop[p]; ok && r.Offset >= stop {
+			if s.next[p] < stop {
+				s.next[p] = stop // everything before it was read
+			}
+			return
+		}
 		s.next[p] = r.Offset + 1
+		if r.Attrs.IsControl() {
+			return // a transaction marker: kept only to move the position past it
+		}
+		rec := dataflow.Record{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp.UnixMilli()}
 		if s.skipBefore[p] {
 			if rec.Timestamp < s.cfg.StartMillis {
 				return
 			}
 			delete(s.skipBefore, p)
 		}
+		if len(r.Headers) > 0 {
+			rec.Headers = make([]dataflow.Header, len(r.Headers))
+			for i, h := range r.Headers {
+				rec.Headers[i] = dataflow.Header{Key: h.Key, Value: h.Value}
+			}
+		}
 		b.AddRecord(&rec)
 		s.last = append(s.last, s.split[p])
 	})
+	if s.finished() {
+		return io.EOF // b may hold the last records
+	}
 	return nil
 }
 
@@ -600,28 +658,40 @@ func (s *Source) Next(ctx context.Context, b *dataflow.Batch, max int) error {
 func (s *Source) Splits() (int, []int32) { return len(s.split), s.last }
 
 // position is the JSON form: topic → partition (decimal) → next offset.
+// A bounded source adds its stop offsets under "$stop:" + topic ("$" is
+// not a character of Kafka topic names).
 type position map[string]map[string]int64
 
-// Position returns the next offset of every owned partition.
+const stopPrefix = "$stop:"
+
+// Position returns the next offset of every owned partition, and a
+// bounded source's stop offsets.
 func (s *Source) Position() ([]byte, error) {
 	pos := position{}
-	for p, off := range s.next {
-		if pos[p.topic] == nil {
-			pos[p.topic] = map[string]int64{}
+	put := func(key string, p tp, off int64) {
+		if pos[key] == nil {
+			pos[key] = map[string]int64{}
 		}
-		pos[p.topic][strconv.Itoa(int(p.partition))] = off
+		pos[key][strconv.Itoa(int(p.partition))] = off
+	}
+	for p, off := range s.next {
+		put(p.topic, p, off)
+	}
+	for p, off := range s.stop {
+		put(stopPrefix+p.topic, p, off)
 	}
 	return json.Marshal(pos)
 }
 
 // Seek restores offsets written by Position. Partitions this subtask owns
 // that pos does not name (added since) start at their earliest offset, as
-// partitions discovery finds do.
+// partitions discovery finds do. A bounded source takes the stop offsets
+// pos names, so that it ends where the first run would have.
 func (s *Source) Seek(raw []byte) error {
 	if s.started {
 		return errors.New("kafka source: Seek after Next")
 	}
-	offsets, err := decodePosition(raw)
+	offsets, stops, err := decodePosition(raw)
 	if err != nil {
 		return err
 	}
@@ -643,26 +713,38 @@ func (s *Source) Seek(raw []byte) error {
 		s.next[k] = off
 		delete(s.skipBefore, k) // a checkpoint's offset is exact
 	}
+	if s.stop != nil {
+		for k, off := range stops {
+			if _, ok := s.stop[k]; ok {
+				s.stop[k] = off
+			}
+		}
+	}
 	return nil
 }
 
-// decodePosition reads what Position wrote.
-func decodePosition(raw []byte) (map[tp]int64, error) {
+// decodePosition reads what Position wrote: the offsets, and the stops of
+// a bounded source.
+func decodePosition(raw []byte) (offsets, stops map[tp]int64, err error) {
 	var pos position
 	if err := json.Unmarshal(raw, &pos); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrBadPosition, err)
+		return nil, nil, fmt.Errorf("%w: %v", ErrBadPosition, err)
 	}
-	out := map[tp]int64{}
-	for topic, parts := range pos {
+	offsets, stops = map[tp]int64{}, map[tp]int64{}
+	for key, parts := range pos {
+		into, topic := offsets, key
+		if t, ok := strings.CutPrefix(key, stopPrefix); ok {
+			into, topic = stops, t
+		}
 		for ps, off := range parts {
 			n, err := strconv.ParseInt(ps, 10, 32)
 			if err != nil || n < 0 || off < 0 {
-				return nil, fmt.Errorf("%w: partition %q offset %d", ErrBadPosition, ps, off)
+				return nil, nil, fmt.Errorf("%w: partition %q offset %d", ErrBadPosition, ps, off)
 			}
-			out[tp{topic, int32(n)}] = off
+			into[tp{topic, int32(n)}] = off
 		}
 	}
-	return out, nil
+	return offsets, stops, nil
 }
 
 // CheckpointTaken remembers pos, the position of checkpoint, to commit
@@ -695,7 +777,7 @@ func (s *Source) CheckpointCompleted(ctx context.Context, checkpoint int64) erro
 	if pos == nil || s.client == nil {
 		return nil
 	}
-	offsets, err := decodePosition(pos)
+	offsets, _, err := decodePosition(pos)
 	if err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"os/exec"
 	"slices"
 	"sort"
@@ -768,5 +769,89 @@ func TestSourcePendingRecords(t *testing.T) {
 	latest := openCfg(t, kafka.SourceConfig{Brokers: br.Addrs(), Topics: []string{"in"}, Start: jobspec.KafkaStartLatest}, 0, 1)
 	if n, ok := latest.PendingRecords(); !ok || n != 0 {
 		t.Fatalf("a source at latest: pending %d (known %v), want 0", n, ok)
+	}
+}
+
+// readToEnd calls Next until it returns io.EOF, failing after 20 s.
+func readToEnd(t *testing.T, src *kafka.Source) []dataflow.Record {
+	t.Helper()
+	var out []dataflow.Record
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if time.Now().After(deadline) {
+			t.Fatalf("no end after %d records", len(out))
+		}
+		b := dataflow.NewBatch(100)
+		err := src.Next(context.Background(), b, 100)
+		out = append(out, b.Records...)
+		if errors.Is(err, io.EOF) {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("next: %v", err)
+		}
+	}
+}
+
+// TestSourceStopAtLatest: a bounded source ends at the end offsets its
+// partitions had when it opened (records written later are not read),
+// also when the last thing before the end is a transaction marker; a
+// restored position keeps the stop offsets of the first run.
+func TestSourceStopAtLatest(t *testing.T) {
+	br := kafkatest.Start(t, kafkatest.Options{Topics: map[string]int{"in": 2}})
+	produce(t, br.Addrs(), "in", 2, 0, 10)
+	// A committed transaction ends partition 0's log with a marker.
+	tx, err := kgo.NewClient(kgo.SeedBrokers(br.Addrs()...), kgo.TransactionalID("bounded-test"),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Close()
+	ctx := context.Background()
+	if err := tx.BeginTransaction(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.ProduceSync(ctx, &kgo.Record{Topic: "in", Partition: 0, Value: []byte("v-tx")}).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.EndTransaction(ctx, kgo.TryCommit); err != nil {
+		t.Fatal(err)
+	}
+
+	cfg := kafka.SourceConfig{Brokers: br.Addrs(), Topics: []string{"in"}, StopAtLatest: true}
+	src := openCfg(t, cfg, 0, 1)
+	again := openCfg(t, cfg, 0, 1)
+	// After the stop, not read; in partition 1 only, so that nothing
+	// but the marker follows partition 0's last record.
+	late, err := kgo.NewClient(kgo.SeedBrokers(br.Addrs()...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer late.Close()
+	for i := range 4 {
+		if err := late.ProduceSync(ctx, &kgo.Record{Topic: "in", Partition: 1, Value: fmt.Appendf(nil, "late-%d", i)}).FirstErr(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := append(seq(0, 10, nil), "v-tx")
+	slices.Sort(want)
+	if got := values(readToEnd(t, src)); !slices.Equal(got, want) {
+		t.Fatalf("bounded source read %v, want %v", got, want)
+	}
+	if n, ok := src.PendingRecords(); !ok || n != 0 {
+		t.Fatalf("pending %d (known %v) at the end, want 0", n, ok)
+	}
+
+	// Restore from a position taken after 4 records: the stop offsets
+	// come from it, not from the partitions' ends now.
+	first := read(t, again, 4, 4)
+	pos := position(t, again)
+	restored := openCfg(t, cfg, 0, 1)
+	if err := restored.Seek([]byte(pos)); err != nil {
+		t.Fatal(err)
+	}
+	rest := readToEnd(t, restored)
+	if got := values(append(first, rest...)); !slices.Equal(got, want) {
+		t.Fatalf("restored bounded source read %v, want %v (position %s)", got, want, pos)
 	}
 }

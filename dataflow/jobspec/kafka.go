@@ -38,6 +38,9 @@ func (k *KafkaSourceSpec) Check() error {
 	default:
 		return fmt.Errorf("isolation %q (want %s or %s)", k.Isolation, KafkaReadCommitted, KafkaReadUncommitted)
 	}
+	if k.StopAt != "" && k.StopAt != KafkaStopAtLatest {
+		return fmt.Errorf("stop_at %q (want %s, or nothing for an unbounded source)", k.StopAt, KafkaStopAtLatest)
+	}
 	if d := k.DiscoveryInterval; d != nil && *d < 0 {
 		return errors.New("discovery_interval must not be negative")
 	}

@@ -77,6 +77,7 @@ func TestParseErrors(t *testing.T) {
 		{"kafka bad sasl", strings.Replace(good, "{file: {path: in.jsonl}}", "{kafka: {brokers: [\"h:1\"], topics: [t], sasl: {mechanism: GSSAPI, username: u, password_env: P}}}", 1), `source.kafka: sasl.mechanism "GSSAPI" (want PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512)`},
 		{"kafka sink sasl without password", strings.Replace(good, "{file: {path: out.jsonl}}", "{kafka: {brokers: [\"h:1\"], topic: t, sasl: {mechanism: PLAIN, username: u}}}", 1), `sink.kafka: sasl needs password_env`},
 		{"kafka tls typo", strings.Replace(good, "{file: {path: in.jsonl}}", "{kafka: {brokers: [\"h:1\"], topics: [t], tls: {ca: x}}}", 1), `unknown field "ca"`},
+		{"kafka bad stop_at", strings.Replace(good, "{file: {path: in.jsonl}}", "{kafka: {brokers: [\"h:1\"], topics: [t], stop_at: earliest}}", 1), `source.kafka: stop_at "earliest" (want latest, or nothing for an unbounded source)`},
 		{"kafka group missing", strings.Replace(good, "{file: {path: in.jsonl}}", "{kafka: {brokers: [\"h:1\"], topics: [t], start: group}}", 1), `start: group needs a group`},
 		{"kafka sink no topic", strings.Replace(good, "{file: {path: out.jsonl}}", "{kafka: {brokers: [\"h:1\"]}}", 1), `node "out": sink.kafka: needs a topic`},
 		{"kafka sink bad delivery", strings.Replace(good, "{file: {path: out.jsonl}}", "{kafka: {brokers: [\"h:1\"], topic: t, delivery: twice}}", 1), `sink.kafka: delivery "twice" (want at_least_once or exactly_once)`},

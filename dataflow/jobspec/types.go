@@ -255,11 +255,20 @@ type KafkaSourceSpec struct {
 	// open transaction, as the output of an exactly-once sink must be
 	// read) or "read_uncommitted" (everything written, aborted included).
 	Isolation string `yaml:"isolation"`
+	// StopAt "latest" makes the source bounded, as Flink's setBounded: it
+	// ends once it has read every partition up to the end offset it had
+	// when the job first started (kept in checkpoints, so a restored job
+	// stops at the same place). Empty: unbounded. A bounded source does
+	// not look for new partitions.
+	StopAt string `yaml:"stop_at"`
 	// DiscoveryInterval is how often the source looks for partitions
 	// added to its topics, and for new topics topic_pattern matches; they
 	// are read from their earliest offset. Default 30s; 0 turns it off.
 	DiscoveryInterval *Duration `yaml:"discovery_interval"`
 }
+
+// KafkaStopAtLatest is the one stop_at of a bounded Kafka source.
+const KafkaStopAtLatest = "latest"
 
 // Kafka source isolation levels.
 const (
