@@ -43,13 +43,15 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "deadline of the call")
 }
 
-// dial returns a Control client and a function closing its connection.
-func (c *clientFlags) dial() (eddyv1.ControlClient, func(), error) {
+// dial returns a Control client, a context bounded by --timeout for its
+// calls, and a function releasing both.
+func (c *clientFlags) dial() (eddyv1.ControlClient, context.Context, func(), error) {
 	conn, err := grpc.NewClient(c.coordinator, rpc.DialOptions()...)
 	if err != nil {
-		return nil, nil, fmt.Errorf("coordinator %s: %w", c.coordinator, err)
+		return nil, nil, nil, fmt.Errorf("coordinator %s: %w", c.coordinator, err)
 	}
-	return eddyv1.NewControlClient(conn), func() { conn.Close() }, nil
+	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
+	return eddyv1.NewControlClient(conn), ctx, func() { cancel(); conn.Close() }, nil
 }
 
 // rpcError turns a gRPC error into the one line a user should see.
@@ -114,13 +116,11 @@ func cmdModule(args []string, stdout, stderr io.Writer) error {
 		if name == "" {
 			name = strings.TrimSuffix(filepath.Base(fs.Arg(0)), ".wasm")
 		}
-		c, done, err := cf.dial()
+		c, ctx, done, err := cf.dial()
 		if err != nil {
 			return err
 		}
 		defer done()
-		ctx, cancel := context.WithTimeout(context.Background(), cf.timeout)
-		defer cancel()
 		resp, err := c.UploadModule(ctx, &eddyv1.UploadModuleRequest{Tenant: cf.tenant, Name: name, Wasm: wasm})
 		if err != nil {
 			return rpcError("upload "+fs.Arg(0), err)
@@ -136,13 +136,11 @@ func cmdModule(args []string, stdout, stderr io.Writer) error {
 		if err := parseFlags(fs, args[1:], -1, ""); err != nil {
 			return err
 		}
-		c, done, err := cf.dial()
+		c, ctx, done, err := cf.dial()
 		if err != nil {
 			return err
 		}
 		defer done()
-		ctx, cancel := context.WithTimeout(context.Background(), cf.timeout)
-		defer cancel()
 		resp, err := c.ListModules(ctx, &eddyv1.ListModulesRequest{Tenant: cf.tenant, Name: fs.Arg(0)})
 		if err != nil {
 			return rpcError("list modules", err)
@@ -164,13 +162,11 @@ func cmdModule(args []string, stdout, stderr io.Writer) error {
 		if err != nil {
 			return usageError{err}
 		}
-		c, done, err := cf.dial()
+		c, ctx, done, err := cf.dial()
 		if err != nil {
 			return err
 		}
 		defer done()
-		ctx, cancel := context.WithTimeout(context.Background(), cf.timeout)
-		defer cancel()
 		resp, err := c.GetModule(ctx, &eddyv1.GetModuleRequest{Tenant: cf.tenant, Name: name, Version: version})
 		if err != nil {
 			return rpcError("get module "+fs.Arg(0), err)
@@ -221,13 +217,12 @@ func cmdJob(args []string, stdout, stderr io.Writer) error {
 		if err := parseFlags(fs, args[1:], nargs, what); err != nil {
 			return nil, nil, err
 		}
-		client, done, err := cf.dial()
+		client, ctx, done, err := cf.dial()
 		if err != nil {
 			return nil, nil, err
 		}
 		c = client
-		ctx, cancel := context.WithTimeout(context.Background(), cf.timeout)
-		return ctx, func() { cancel(); done() }, nil
+		return ctx, done, nil
 	}
 	switch args[0] {
 	case "submit":
@@ -357,13 +352,11 @@ func cmdSavepoint(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args[1:], 1, "savepoint create takes one job id"); err != nil {
 		return err
 	}
-	c, done, err := cf.dial()
+	c, ctx, done, err := cf.dial()
 	if err != nil {
 		return err
 	}
 	defer done()
-	ctx, cancel := context.WithTimeout(context.Background(), cf.timeout)
-	defer cancel()
 	resp, err := c.TriggerSavepoint(ctx, &eddyv1.TriggerSavepointRequest{Tenant: cf.tenant, JobId: fs.Arg(0), Stop: stop})
 	if err != nil {
 		return rpcError("savepoint of "+fs.Arg(0), err)
@@ -383,13 +376,11 @@ func cmdCluster(args []string, stdout, stderr io.Writer) error {
 	if err := parseFlags(fs, args[1:], 0, "cluster info takes no arguments"); err != nil {
 		return err
 	}
-	c, done, err := cf.dial()
+	c, ctx, done, err := cf.dial()
 	if err != nil {
 		return err
 	}
 	defer done()
-	ctx, cancel := context.WithTimeout(context.Background(), cf.timeout)
-	defer cancel()
 	resp, err := c.ClusterInfo(ctx, &eddyv1.ClusterInfoRequest{})
 	if err != nil {
 		return rpcError("cluster info", err)

@@ -28,7 +28,7 @@ import (
 func TestJobReadsKafka(t *testing.T) {
 	br := kafkatest.Start(t, kafkatest.Options{Topics: map[string]int{"tx": 3}})
 	// Values are JSON so that the file sink writes them as they are.
-	produceJSON(t, br.Addrs(), "tx", 3, 60)
+	produceJSON(t, br.Addrs(), "tx", 3, 0, 60)
 	dir := t.TempDir()
 	out := &syncBuffer{}
 	yaml := fmt.Sprintf(`name: kafka-read
@@ -96,26 +96,6 @@ func (s *syncBuffer) String() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.b.String()
-}
-
-// produceJSONRange writes records {"i":<i>} for i in [from, from+n) to
-// topic, partition i%partitions.
-func produceJSONRange(t *testing.T, brokers []string, topic string, partitions, from, n int) {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	var recs []*kgo.Record
-	for i := from; i < from+n; i++ {
-		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % partitions), Value: fmt.Appendf(nil, `{"i":%d}`, i)})
-	}
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatalf("produce: %v", err)
-	}
 }
 
 func jsonLines(from, n int) []string {
@@ -186,7 +166,7 @@ func waitLines(t *testing.T, out *syncBuffer, run *dataflow.Running, n int) []st
 // start: group continues from there.
 func TestJobCommitsCheckpointToGroup(t *testing.T) {
 	br := kafkatest.Start(t, kafkatest.Options{Topics: map[string]int{"tx": 2}})
-	produceJSONRange(t, br.Addrs(), "tx", 2, 0, 40)
+	produceJSON(t, br.Addrs(), "tx", 2, 0, 40)
 	st, err := storage.Open(context.Background(), "file://"+t.TempDir(), storage.Config{})
 	if err != nil {
 		t.Fatal(err)
@@ -244,7 +224,7 @@ nodes:
 	}
 
 	// The job reads on before the checkpoint completes.
-	produceJSONRange(t, br.Addrs(), "tx", 2, 40, 10)
+	produceJSON(t, br.Addrs(), "tx", 2, 40, 10)
 	waitLines(t, out, run, 50)
 	if got := groupOffsets(t, br.Addrs(), "g", "tx", 2); len(got) != 0 {
 		t.Fatalf("group has offsets %v before a checkpoint completed", got)

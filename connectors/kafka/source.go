@@ -550,7 +550,7 @@ func (s *Source) listOffsets(ctx context.Context, parts []tp, ts int64) (map[tp]
 
 // Next appends up to max records. It waits at most pollWait for records
 // and may return none.
-func (s *Source) Next(ctx context.Context, b *dataflow.Batch, max int) error {
+func (s *Source) Next(ctx context.Context, b *dataflow.Batch, maxRecords int) error {
 	if s.client == nil {
 		return errors.New("kafka source: not open")
 	}
@@ -595,7 +595,7 @@ func (s *Source) Next(ctx context.Context, b *dataflow.Batch, max int) error {
 	}
 	pctx, cancel := context.WithTimeout(ctx, pollWait)
 	defer cancel()
-	fs := s.client.PollRecords(pctx, max)
+	fs := s.client.PollRecords(pctx, maxRecords)
 	if fs.IsClientClosed() {
 		return errors.New("kafka source: client closed")
 	}
@@ -610,42 +610,50 @@ func (s *Source) Next(ctx context.Context, b *dataflow.Batch, max int) error {
 		// here (an authorization failure, a data loss) is fatal.
 		return fmt.Errorf("kafka source: fetch %s/%d: %w", fe.Topic, fe.Partition, fe.Err)
 	}
+	// Per partition, then per record: the partition's state is looked up
+	// once per fetch, not per record.
 	fs.EachPartition(func(fp kgo.FetchTopicPartition) {
+		p := tp{fp.Topic, fp.Partition}
+		next, owned := s.next[p]
+		if !owned {
+			return // an error entry (an expired poll) names no partition
+		}
 		end := fp.HighWatermark
 		if !s.cfg.ReadUncommitted {
 			end = fp.LastStableOffset
 		}
 		if end >= 0 {
-			s.end[tp{fp.Topic, fp.Partition}] = end
+			s.end[p] = end
 		}
-	})
-	fs.EachRecord(func(r *kgo.Record) {
-		p := tp{r.Topic, r.Partition}
-		if stop, ok := s.stop[p]; ok && r.Offset >= stop {
-			if s.next[p] < stop {
-				s.next[p] = stop // everything before it was read
+		split, skip := s.split[p], s.skipBefore[p]
+		stop, bounded := s.stop[p]
+		for _, r := range fp.Records {
+			if bounded && r.Offset >= stop {
+				next = max(next, stop) // everything before it was read
+				break
 			}
-			return
-		}
-		s.next[p] = r.Offset + 1
-		if r.Attrs.IsControl() {
-			return // a transaction marker: kept only to move the position past it
-		}
-		rec := dataflow.Record{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp.UnixMilli()}
-		if s.skipBefore[p] {
-			if rec.Timestamp < s.cfg.StartMillis {
-				return
+			next = r.Offset + 1
+			if r.Attrs.IsControl() {
+				continue // a transaction marker: kept only to move the position past it
 			}
-			delete(s.skipBefore, p)
-		}
-		if len(r.Headers) > 0 {
-			rec.Headers = make([]dataflow.Header, len(r.Headers))
-			for i, h := range r.Headers {
-				rec.Headers[i] = dataflow.Header{Key: h.Key, Value: h.Value}
+			rec := dataflow.Record{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp.UnixMilli()}
+			if skip {
+				if rec.Timestamp < s.cfg.StartMillis {
+					continue
+				}
+				skip = false
+				delete(s.skipBefore, p)
 			}
+			if len(r.Headers) > 0 {
+				rec.Headers = make([]dataflow.Header, len(r.Headers))
+				for i, h := range r.Headers {
+					rec.Headers[i] = dataflow.Header{Key: h.Key, Value: h.Value}
+				}
+			}
+			b.AddRecord(&rec)
+			s.last = append(s.last, split)
 		}
-		b.AddRecord(&rec)
-		s.last = append(s.last, s.split[p])
+		s.next[p] = next
 	})
 	if s.finished() {
 		return io.EOF // b may hold the last records

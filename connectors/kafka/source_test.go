@@ -28,13 +28,6 @@ var baseTime = time.UnixMilli(1767225600000) // 2026-01-01T00:00:00Z
 // header h=<i>, timestamp baseTime+i ms, partition i%partitions.
 func produce(t *testing.T, brokers []string, topic string, partitions, from, n int) {
 	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
 	var recs []*kgo.Record
 	for i := from; i < from+n; i++ {
 		recs = append(recs, &kgo.Record{
@@ -46,13 +39,23 @@ func produce(t *testing.T, brokers []string, topic string, partitions, from, n i
 			Timestamp: baseTime.Add(time.Duration(i) * time.Millisecond),
 		})
 	}
-	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
-		t.Fatalf("produce: %v", err)
-	}
+	produceRecords(t, brokers, recs)
 }
 
-// produceJSON writes n records {"i":<i>} to topic, partition i%partitions.
-func produceJSON(t *testing.T, brokers []string, topic string, partitions, n int) {
+// produceJSON writes records {"i":<i>} for i in [from, from+n) to topic,
+// partition i%partitions.
+func produceJSON(t *testing.T, brokers []string, topic string, partitions, from, n int) {
+	t.Helper()
+	var recs []*kgo.Record
+	for i := from; i < from+n; i++ {
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % partitions), Value: fmt.Appendf(nil, `{"i":%d}`, i)})
+	}
+	produceRecords(t, brokers, recs)
+}
+
+// produceRecords writes recs to the partitions they name, waiting for
+// every acknowledgement.
+func produceRecords(t *testing.T, brokers []string, recs []*kgo.Record) {
 	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
@@ -61,10 +64,6 @@ func produceJSON(t *testing.T, brokers []string, topic string, partitions, n int
 	defer cl.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var recs []*kgo.Record
-	for i := range n {
-		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % partitions), Value: fmt.Appendf(nil, `{"i":%d}`, i)})
-	}
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatalf("produce: %v", err)
 	}
@@ -573,25 +572,44 @@ func TestSourceGroupCommitAndStart(t *testing.T) {
 // addPartitions grows topic to n partitions.
 func addPartitions(t *testing.T, brokers []string, topic string, n int) {
 	t.Helper()
+	req := kmsg.NewPtrCreatePartitionsRequest()
+	rt := kmsg.NewCreatePartitionsRequestTopic()
+	rt.Topic, rt.Count = topic, int32(n)
+	req.Topics, req.TimeoutMillis = append(req.Topics, rt), 10_000
+	resp := adminRequest(t, brokers, req).(*kmsg.CreatePartitionsResponse)
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+		t.Fatalf("create partitions: %v", err)
+	}
+}
+
+// createTopic creates topic with n partitions.
+func createTopic(t *testing.T, brokers []string, topic string, n int) {
+	t.Helper()
+	req := kmsg.NewPtrCreateTopicsRequest()
+	rt := kmsg.NewCreateTopicsRequestTopic()
+	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, int32(n), 1
+	req.Topics, req.TimeoutMillis = append(req.Topics, rt), 10_000
+	resp := adminRequest(t, brokers, req).(*kmsg.CreateTopicsResponse)
+	if err := kerr.ErrorForCode(resp.Topics[0].ErrorCode); err != nil {
+		t.Fatalf("create topic: %v", err)
+	}
+}
+
+// adminRequest sends req with a client of its own, within 10 s.
+func adminRequest(t *testing.T, brokers []string, req kmsg.Request) kmsg.Response {
+	t.Helper()
 	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer cl.Close()
-	req := kmsg.NewPtrCreatePartitionsRequest()
-	rt := kmsg.NewCreatePartitionsRequestTopic()
-	rt.Topic, rt.Count = topic, int32(n)
-	req.Topics = append(req.Topics, rt)
-	req.TimeoutMillis = 10_000
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := req.RequestWith(ctx, cl)
-	if err == nil && len(resp.Topics) == 1 {
-		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
-	}
+	resp, err := cl.Request(ctx, req)
 	if err != nil {
-		t.Fatalf("create partitions: %v", err)
+		t.Fatalf("%T: %v", req, err)
 	}
+	return resp
 }
 
 // TestSourceDiscovery: partitions added to a topic, and topics created
@@ -619,7 +637,7 @@ func TestSourceDiscovery(t *testing.T) {
 		t.Fatalf("subtask 0 has %d splits, want 2", n)
 	}
 
-	kafkatestCreateTopic(t, br, "in-2", 1)
+	createTopic(t, br.Addrs(), "in-2", 1)
 	produce(t, br.Addrs(), "in-2", 1, 200, 3)
 	if got, want := values(read(t, sub0, 3, 100)), seq(200, 3, nil); !sameSet(got, want) {
 		t.Fatalf("subtask 0 read %v from the new topic, want %v", got, want)
@@ -646,30 +664,6 @@ func sameSet(a, b []string) bool {
 	slices.Sort(a)
 	slices.Sort(b)
 	return slices.Equal(a, b)
-}
-
-// kafkatestCreateTopic creates topic with n partitions.
-func kafkatestCreateTopic(t *testing.T, br *kafkatest.Broker, topic string, n int) {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(br.Addrs()...))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer cl.Close()
-	req := kmsg.NewPtrCreateTopicsRequest()
-	rt := kmsg.NewCreateTopicsRequestTopic()
-	rt.Topic, rt.NumPartitions, rt.ReplicationFactor = topic, int32(n), 1
-	req.Topics = append(req.Topics, rt)
-	req.TimeoutMillis = 10_000
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	resp, err := req.RequestWith(ctx, cl)
-	if err == nil && len(resp.Topics) == 1 {
-		err = kerr.ErrorForCode(resp.Topics[0].ErrorCode)
-	}
-	if err != nil {
-		t.Fatalf("create topic: %v", err)
-	}
 }
 
 // TestSourceIsolation: by default the source reads committed records
