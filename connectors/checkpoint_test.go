@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 )
 
 // batchRead is what one Next call returned and the position after it.
@@ -24,14 +24,14 @@ type batchRead struct {
 // readPositions opens src as the subtask, seeks it to from (unless nil),
 // and reads it to the end in batches of limit, taking its position before
 // the first Next and after each.
-func readPositions(t *testing.T, src dataflow.Source, subtask, parallelism, limit int, from []byte) (start []byte, reads []batchRead) {
+func readPositions(t *testing.T, src stream.Source, subtask, parallelism, limit int, from []byte) (start []byte, reads []batchRead) {
 	t.Helper()
 	ctx := context.Background()
-	if err := src.Open(ctx, dataflow.TaskInfo{Subtask: subtask, Parallelism: parallelism}); err != nil {
+	if err := src.Open(ctx, stream.TaskInfo{Subtask: subtask, Parallelism: parallelism}); err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	cp := src.(dataflow.Checkpointed)
+	cp := src.(stream.Checkpointed)
 	if from != nil {
 		if err := cp.Seek(from); err != nil {
 			t.Fatalf("Seek: %v", err)
@@ -42,7 +42,7 @@ func readPositions(t *testing.T, src dataflow.Source, subtask, parallelism, limi
 		t.Fatal(err)
 	}
 	for {
-		b := dataflow.NewBatch(limit)
+		b := stream.NewBatch(limit)
 		nextErr := src.Next(ctx, b, limit)
 		if nextErr != nil && !errors.Is(nextErr, io.EOF) {
 			t.Fatalf("Next: %v", nextErr)
@@ -78,7 +78,7 @@ func flatten(reads []batchRead) []rec {
 func checkSeekRoundTrip(t *testing.T, spec *jobspec.SourceSpec, parallelism, limit int) {
 	t.Helper()
 	for sub := range parallelism {
-		newSrc := func() dataflow.Source {
+		newSrc := func() stream.Source {
 			src, err := Registry{}.NewSource(spec, "")
 			if err != nil {
 				t.Fatal(err)
@@ -131,18 +131,18 @@ func TestGeneratorSeekUnbounded(t *testing.T) {
 	spec := genSpec(jobspec.GeneratorSpec{Kind: "transactions", Seed: 3})
 	read := func(from []byte, batches int) ([]rec, []byte) {
 		src, _ := Registry{}.NewSource(spec, "")
-		if err := src.Open(ctx, dataflow.TaskInfo{Subtask: 1, Parallelism: 2}); err != nil {
+		if err := src.Open(ctx, stream.TaskInfo{Subtask: 1, Parallelism: 2}); err != nil {
 			t.Fatal(err)
 		}
 		defer src.Close()
 		if from != nil {
-			if err := src.(dataflow.Checkpointed).Seek(from); err != nil {
+			if err := src.(stream.Checkpointed).Seek(from); err != nil {
 				t.Fatal(err)
 			}
 		}
 		var out []rec
 		for range batches {
-			b := dataflow.NewBatch(50)
+			b := stream.NewBatch(50)
 			if err := src.Next(ctx, b, 50); err != nil {
 				t.Fatal(err)
 			}
@@ -150,7 +150,7 @@ func TestGeneratorSeekUnbounded(t *testing.T) {
 				out = append(out, rec{string(r.Key), string(r.Value), r.Timestamp})
 			}
 		}
-		pos, _ := src.(dataflow.Checkpointed).Position()
+		pos, _ := src.(stream.Checkpointed).Position()
 		return out, pos
 	}
 	all, _ := read(nil, 4)
@@ -164,13 +164,13 @@ func TestGeneratorSeekUnbounded(t *testing.T) {
 func TestGeneratorSeekErrors(t *testing.T) {
 	ctx := context.Background()
 	spec := genSpec(jobspec.GeneratorSpec{Kind: "sequence", Count: 100})
-	open := func(sub, p int) dataflow.Checkpointed {
+	open := func(sub, p int) stream.Checkpointed {
 		src, _ := Registry{}.NewSource(spec, "")
-		if err := src.Open(ctx, dataflow.TaskInfo{Subtask: sub, Parallelism: p}); err != nil {
+		if err := src.Open(ctx, stream.TaskInfo{Subtask: sub, Parallelism: p}); err != nil {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { src.Close() })
-		return src.(dataflow.Checkpointed)
+		return src.(stream.Checkpointed)
 	}
 	pos, _ := open(1, 3).Position()
 	for _, tc := range []struct {
@@ -228,7 +228,7 @@ func TestFileSourceSeek(t *testing.T) {
 	}
 }
 
-func mustSource(t *testing.T, path string) dataflow.Source {
+func mustSource(t *testing.T, path string) stream.Source {
 	src, err := Registry{}.NewSource(fileSourceSpec(path, "", ""), "")
 	if err != nil {
 		t.Fatal(err)
@@ -254,11 +254,11 @@ func TestFileSourceSeekErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := mustSource(t, path)
-			if err := src.Open(context.Background(), dataflow.TaskInfo{}); err != nil {
+			if err := src.Open(context.Background(), stream.TaskInfo{}); err != nil {
 				t.Fatal(err)
 			}
 			defer src.Close()
-			err := src.(dataflow.Checkpointed).Seek(tc.pos)
+			err := src.(stream.Checkpointed).Seek(tc.pos)
 			if err == nil || !strings.Contains(err.Error(), tc.msg) || errors.Is(err, ErrBadPosition) != tc.badBytes {
 				t.Fatalf("Seek: %v, want %q (ErrBadPosition: %v)", err, tc.msg, tc.badBytes)
 			}
@@ -297,7 +297,7 @@ func FuzzFilePosition(f *testing.F) {
 		}
 		src := &fileSource{path: path}
 		ctx := context.Background()
-		if err := src.Open(ctx, dataflow.TaskInfo{Subtask: 1, Parallelism: 2}); err != nil {
+		if err := src.Open(ctx, stream.TaskInfo{Subtask: 1, Parallelism: 2}); err != nil {
 			t.Fatal(err)
 		}
 		defer src.Close()
@@ -305,7 +305,7 @@ func FuzzFilePosition(f *testing.F) {
 			return
 		}
 		for range 20 {
-			b := dataflow.NewBatch(4)
+			b := stream.NewBatch(4)
 			if err := src.Next(ctx, b, 4); err != nil {
 				if errors.Is(err, io.EOF) {
 					return
@@ -335,11 +335,11 @@ func FuzzGeneratorPosition(f *testing.F) {
 		}
 		g := newGenerator(generatorConfig{kind: jobspec.GeneratorSequence, count: 50, intervalNs: uint64(time.Millisecond)})
 		ctx := context.Background()
-		if err := g.Open(ctx, dataflow.TaskInfo{Subtask: int(step-1) % 3, Parallelism: 3}); err != nil {
+		if err := g.Open(ctx, stream.TaskInfo{Subtask: int(step-1) % 3, Parallelism: 3}); err != nil {
 			t.Fatal(err)
 		}
 		if g.Seek(pos) == nil {
-			b := dataflow.NewBatch(8)
+			b := stream.NewBatch(8)
 			if err := g.Next(ctx, b, 8); err != nil && !errors.Is(err, io.EOF) {
 				t.Fatal(err)
 			}
@@ -374,7 +374,7 @@ func txSink(t *testing.T, dir string, subtask, parallelism int, restored int64, 
 	}
 	s := snk.(*fileSink)
 	ctx := context.Background()
-	if err := s.Open(ctx, dataflow.TaskInfo{Subtask: subtask, Parallelism: parallelism, Checkpointing: true, RestoredCheckpoint: restored}); err != nil {
+	if err := s.Open(ctx, stream.TaskInfo{Subtask: subtask, Parallelism: parallelism, Checkpointing: true, RestoredCheckpoint: restored}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Abort(ctx, staged); err != nil {
@@ -383,14 +383,14 @@ func txSink(t *testing.T, dir string, subtask, parallelism int, restored int64, 
 	return s
 }
 
-func mustWrite(t *testing.T, s dataflow.Sink, values ...string) {
+func mustWrite(t *testing.T, s stream.Sink, values ...string) {
 	t.Helper()
 	if err := s.Write(context.Background(), batchOf(values...)); err != nil {
 		t.Fatal(err)
 	}
 }
 
-func mustPreCommit(t *testing.T, s dataflow.Transactional, id int64) []string {
+func mustPreCommit(t *testing.T, s stream.Transactional, id int64) []string {
 	t.Helper()
 	staged, err := s.PreCommit(context.Background(), id)
 	if err != nil {
@@ -552,11 +552,11 @@ func TestFileSinkAbortErrors(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			snk, _ := Registry{}.NewSink(&jobspec.SinkSpec{File: &jobspec.FileSinkSpec{Path: "out.jsonl"}}, dir)
-			if err := snk.Open(ctx, dataflow.TaskInfo{Checkpointing: true, RestoredCheckpoint: 1}); err != nil {
+			if err := snk.Open(ctx, stream.TaskInfo{Checkpointing: true, RestoredCheckpoint: 1}); err != nil {
 				t.Fatal(err)
 			}
 			defer snk.Close()
-			err := snk.(dataflow.Transactional).Abort(ctx, tc.staged)
+			err := snk.(stream.Transactional).Abort(ctx, tc.staged)
 			if err == nil || !strings.Contains(err.Error(), tc.msg) {
 				t.Fatalf("Abort: %v, want %q", err, tc.msg)
 			}
@@ -564,11 +564,11 @@ func TestFileSinkAbortErrors(t *testing.T) {
 	}
 	// Without checkpoints the sink does not stage.
 	snk, _ := Registry{}.NewSink(&jobspec.SinkSpec{File: &jobspec.FileSinkSpec{Path: "plain.jsonl"}}, dir)
-	if err := snk.Open(ctx, dataflow.TaskInfo{}); err != nil {
+	if err := snk.Open(ctx, stream.TaskInfo{}); err != nil {
 		t.Fatal(err)
 	}
 	defer snk.Close()
-	if _, err := snk.(dataflow.Transactional).PreCommit(ctx, 1); err == nil {
+	if _, err := snk.(stream.Transactional).PreCommit(ctx, 1); err == nil {
 		t.Fatal("PreCommit without checkpointing was accepted")
 	}
 }

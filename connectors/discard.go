@@ -4,7 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 
-	"github.com/eddy-stream/eddy/dataflow"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 )
 
 // discardSink counts records and drops them: the sink of benchmarks, where
@@ -14,9 +14,9 @@ type discardSink struct {
 	bytes   atomic.Int64
 }
 
-func (s *discardSink) Open(ctx context.Context, info dataflow.TaskInfo) error { return nil }
+func (s *discardSink) Open(ctx context.Context, info stream.TaskInfo) error { return nil }
 
-func (s *discardSink) Write(ctx context.Context, b *dataflow.Batch) error {
+func (s *discardSink) Write(ctx context.Context, b *stream.Batch) error {
 	s.records.Add(int64(b.Len()))
 	n := 0
 	for i := range b.Records {

@@ -1,6 +1,6 @@
 // Package connectors turns the source and sink specs of a job
-// (jobspec.SourceSpec, jobspec.SinkSpec) into dataflow.Source and
-// dataflow.Sink instances: the seeded data generator (sequences and the
+// (jobspec.SourceSpec, jobspec.SinkSpec) into stream.Source and
+// stream.Sink instances: the seeded data generator (sequences and the
 // card transactions of the fraud-detection demo), JSON-lines files in and
 // out, stdout, and a discarding sink for benchmarks.
 //
@@ -11,10 +11,10 @@
 // parallelism; that is what makes a rescaled or re-run job produce the same
 // records.
 //
-// Checkpoints: the generator and file sources are dataflow.Checkpointed —
+// Checkpoints: the generator and file sources are stream.Checkpointed —
 // their position (the next record number; the byte offset and number of
 // the next line) is all their state, so seeking to it and reading on gives
-// exactly the records after it. The file sink is dataflow.Transactional
+// exactly the records after it. The file sink is stream.Transactional
 // when the deployment checkpoints: it stages each checkpoint's output under
 // a hidden name and publishes it when the checkpoint completes (see
 // fileSink), which makes its output exactly-once across restarts.

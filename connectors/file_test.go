@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 )
 
 func writeFile(t *testing.T, path, content string) {
@@ -28,10 +28,10 @@ func fileSourceSpec(path, keyField, tsField string) *jobspec.SourceSpec {
 }
 
 // writeAll runs one sink instance over batches and finishes it.
-func writeAll(t *testing.T, snk dataflow.Sink, subtask, parallelism int, batches ...*dataflow.Batch) {
+func writeAll(t *testing.T, snk stream.Sink, subtask, parallelism int, batches ...*stream.Batch) {
 	t.Helper()
 	ctx := context.Background()
-	if err := snk.Open(ctx, dataflow.TaskInfo{Subtask: subtask, Parallelism: parallelism}); err != nil {
+	if err := snk.Open(ctx, stream.TaskInfo{Subtask: subtask, Parallelism: parallelism}); err != nil {
 		t.Fatalf("Open: %v", err)
 	}
 	for _, b := range batches {
@@ -60,7 +60,7 @@ func TestFileRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	b := dataflow.NewBatch(len(want))
+	b := stream.NewBatch(len(want))
 	for _, r := range want {
 		b.Add([]byte(r.Key), []byte(r.Value), r.TS)
 	}
@@ -79,7 +79,7 @@ func TestFileRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		part := dataflow.NewBatch(len(want))
+		part := stream.NewBatch(len(want))
 		for k := i; k < len(want); k += 2 {
 			part.Add([]byte(want[k].Key), []byte(want[k].Value), want[k].TS)
 		}
@@ -118,21 +118,21 @@ func TestFileSourceFields(t *testing.T) {
 		wantKey string
 		wantTS  int64
 	}{
-		{"no fields configured", `{"a":1}`, "", "", "", dataflow.NoTimestamp},
-		{"string key", `{"card":"card-7","x":1}`, "card", "", "card-7", dataflow.NoTimestamp},
-		{"escaped string key", `{"card":"a\"b\u00e9"}`, "card", "", `a"bé`, dataflow.NoTimestamp},
-		{"number key is its JSON text", `{"id":42.50}`, "id", "", "42.50", dataflow.NoTimestamp},
-		{"object key is its JSON text", `{"id":{"a":[1, 2]}}`, "id", "", `{"a":[1, 2]}`, dataflow.NoTimestamp},
-		{"null key is no key", `{"id":null}`, "id", "", "", dataflow.NoTimestamp},
-		{"missing key", `{"other":"x"}`, "id", "", "", dataflow.NoTimestamp},
-		{"nested field is not top-level", `{"inner":{"id":"x"}}`, "id", "", "", dataflow.NoTimestamp},
-		{"not an object", `[1,2,3]`, "id", "ts", "", dataflow.NoTimestamp},
+		{"no fields configured", `{"a":1}`, "", "", "", stream.NoTimestamp},
+		{"string key", `{"card":"card-7","x":1}`, "card", "", "card-7", stream.NoTimestamp},
+		{"escaped string key", `{"card":"a\"b\u00e9"}`, "card", "", `a"bé`, stream.NoTimestamp},
+		{"number key is its JSON text", `{"id":42.50}`, "id", "", "42.50", stream.NoTimestamp},
+		{"object key is its JSON text", `{"id":{"a":[1, 2]}}`, "id", "", `{"a":[1, 2]}`, stream.NoTimestamp},
+		{"null key is no key", `{"id":null}`, "id", "", "", stream.NoTimestamp},
+		{"missing key", `{"other":"x"}`, "id", "", "", stream.NoTimestamp},
+		{"nested field is not top-level", `{"inner":{"id":"x"}}`, "id", "", "", stream.NoTimestamp},
+		{"not an object", `[1,2,3]`, "id", "ts", "", stream.NoTimestamp},
 		{"timestamp in ms", `{"ts":1767225600123}`, "", "ts", "", 1767225600123},
 		{"negative timestamp", `{"ts":-5}`, "", "ts", "", -5},
 		{"float timestamp", `{"ts":1.5e3}`, "", "ts", "", 1500},
 		{"RFC 3339 timestamp", `{"ts":"2026-01-01T00:00:01.5Z"}`, "", "ts", "", 1767225601500},
 		{"RFC 3339 timestamp with zone", `{"ts":"2026-01-01T01:00:00+01:00"}`, "", "ts", "", 1767225600000},
-		{"null timestamp", `{"ts":null}`, "", "ts", "", dataflow.NoTimestamp},
+		{"null timestamp", `{"ts":null}`, "", "ts", "", stream.NoTimestamp},
 		{"key and timestamp", ` {"ts": 7 , "k" : "v"} `, "k", "ts", "v", 7},
 	}
 	for _, tc := range tests {
@@ -200,9 +200,9 @@ func TestFileSourceErrors(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			err = src.Open(ctx, dataflow.TaskInfo{})
+			err = src.Open(ctx, stream.TaskInfo{})
 			if err == nil {
-				b := dataflow.NewBatch(10)
+				b := stream.NewBatch(10)
 				for err == nil {
 					err = src.Next(ctx, b, 10)
 				}
@@ -245,7 +245,7 @@ func TestFileSinkFailedJobLeavesNoFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			ctx := context.Background()
-			if err := snk.Open(ctx, dataflow.TaskInfo{}); err != nil {
+			if err := snk.Open(ctx, stream.TaskInfo{}); err != nil {
 				t.Fatal(err)
 			}
 			if err := snk.Write(ctx, batchOf(`{"new":1}`, `{"new":2}`)); err != nil {
@@ -301,7 +301,7 @@ func TestFileSinkRejectsMultiLineNonJSON(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := snk.Open(ctx, dataflow.TaskInfo{}); err != nil {
+	if err := snk.Open(ctx, stream.TaskInfo{}); err != nil {
 		t.Fatal(err)
 	}
 	defer snk.Close()

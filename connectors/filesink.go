@@ -12,7 +12,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/eddy-stream/eddy/dataflow"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 )
 
 const fileSinkBuffer = 256 << 10
@@ -26,7 +26,7 @@ const fileSinkBuffer = 256 << 10
 // configured path, or path.part-<subtask> when the sink is parallel.
 //
 // With checkpoints (TaskInfo.Checkpointing) it is a two-phase-commit sink
-// (dataflow.Transactional) and its output is a set of files
+// (stream.Transactional) and its output is a set of files
 // path.part-<subtask>-<checkpoint>, each holding what the subtask wrote
 // between the previous checkpoint and that one:
 //
@@ -75,11 +75,11 @@ type stagedFile struct {
 }
 
 var (
-	_ dataflow.Sink          = (*fileSink)(nil)
-	_ dataflow.Transactional = (*fileSink)(nil)
+	_ stream.Sink          = (*fileSink)(nil)
+	_ stream.Transactional = (*fileSink)(nil)
 )
 
-func (s *fileSink) Open(ctx context.Context, info dataflow.TaskInfo) error {
+func (s *fileSink) Open(ctx context.Context, info stream.TaskInfo) error {
 	subtask, parallelism, err := subtaskOf(info)
 	if err != nil {
 		return fmt.Errorf("open file sink %s: %w", s.path, err)
@@ -128,7 +128,7 @@ func (s *fileSink) create(name string) error {
 	return nil
 }
 
-func (s *fileSink) Write(ctx context.Context, b *dataflow.Batch) error {
+func (s *fileSink) Write(ctx context.Context, b *stream.Batch) error {
 	if s.done || (!s.tx && s.w == nil) {
 		return fmt.Errorf("file sink %s: %w", s.path, errNotOpen)
 	}

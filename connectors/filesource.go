@@ -12,7 +12,7 @@ import (
 	"math"
 	"os"
 
-	"github.com/eddy-stream/eddy/dataflow"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 )
 
 // maxLineBytes bounds one line of a JSON-lines file. Lines are records, so
@@ -42,7 +42,7 @@ type fileSource struct {
 	tokenLen int
 }
 
-func (s *fileSource) Open(ctx context.Context, info dataflow.TaskInfo) error {
+func (s *fileSource) Open(ctx context.Context, info stream.TaskInfo) error {
 	subtask, parallelism, err := subtaskOf(info)
 	if err != nil {
 		return fmt.Errorf("open file source %s: %w", s.path, err)
@@ -154,7 +154,7 @@ func decodeFilePosition(pos []byte) (offset int64, line int, err error) {
 }
 
 // Next appends up to limit records and returns io.EOF with the last ones.
-func (s *fileSource) Next(ctx context.Context, b *dataflow.Batch, limit int) error {
+func (s *fileSource) Next(ctx context.Context, b *stream.Batch, limit int) error {
 	if s.sc == nil {
 		return fmt.Errorf("file source %s: %w", s.path, errNotOpen)
 	}
@@ -192,7 +192,7 @@ func (s *fileSource) Next(ctx context.Context, b *dataflow.Batch, limit int) err
 	return nil
 }
 
-func (s *fileSource) add(b *dataflow.Batch, line []byte) error {
+func (s *fileSource) add(b *stream.Batch, line []byte) error {
 	if !json.Valid(line) {
 		// Decode only to get encoding/json's description of the error.
 		var v json.RawMessage
@@ -212,7 +212,7 @@ func (s *fileSource) add(b *dataflow.Batch, line []byte) error {
 			key = k
 		}
 	}
-	ts := dataflow.NoTimestamp
+	ts := stream.NoTimestamp
 	if s.tsField != "" {
 		if raw, ok := jsonField(line, s.tsField); ok {
 			t, err := jsonTimestamp(raw)

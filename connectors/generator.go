@@ -10,8 +10,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 )
 
 // Generator defaults, applied to zero fields of a jobspec.GeneratorSpec.
@@ -152,7 +152,7 @@ func newGenerator(cfg generatorConfig) *generator {
 	return &generator{cfg: cfg, seedRn: mix64(cfg.seed)}
 }
 
-func (g *generator) Open(ctx context.Context, info dataflow.TaskInfo) error {
+func (g *generator) Open(ctx context.Context, info stream.TaskInfo) error {
 	subtask, parallelism, err := subtaskOf(info)
 	if err != nil {
 		return fmt.Errorf("open generator: %w", err)
@@ -174,7 +174,7 @@ func (g *generator) Open(ctx context.Context, info dataflow.TaskInfo) error {
 // Next appends up to limit records. It returns io.EOF together with the last
 // records of a bounded generator, and waits (honouring ctx) when a rate
 // is set.
-func (g *generator) Next(ctx context.Context, b *dataflow.Batch, limit int) error {
+func (g *generator) Next(ctx context.Context, b *stream.Batch, limit int) error {
 	if !g.open {
 		return fmt.Errorf("generator: %w", errNotOpen)
 	}
@@ -284,7 +284,7 @@ func decodeGeneratorPosition(pos []byte) (next, step uint64, err error) {
 	return next, step, nil
 }
 
-func (g *generator) add(b *dataflow.Batch, n uint64) {
+func (g *generator) add(b *stream.Batch, n uint64) {
 	r := g.recordRand(n)
 	if g.cfg.kind == jobspec.GeneratorSequence {
 		g.key = strconv.AppendUint(g.key[:0], n, 10)

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 )
 
 var defaultStartMs = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()
@@ -129,11 +129,11 @@ func TestGeneratorUnboundedNeverEnds(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := src.Open(ctx, dataflow.TaskInfo{Subtask: 1, Parallelism: 2}); err != nil {
+	if err := src.Open(ctx, stream.TaskInfo{Subtask: 1, Parallelism: 2}); err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	b := dataflow.NewBatch(1000)
+	b := stream.NewBatch(1000)
 	for range 50 {
 		b.Reset()
 		if err := src.Next(ctx, b, 1000); err != nil {
@@ -297,11 +297,11 @@ func TestGeneratorRateHonoursCancel(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	if err := src.Open(ctx, dataflow.TaskInfo{}); err != nil {
+	if err := src.Open(ctx, stream.TaskInfo{}); err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	b := dataflow.NewBatch(10)
+	b := stream.NewBatch(10)
 	// The bucket starts with one record; the next waits ~1000 s.
 	if err := src.Next(ctx, b, 10); err != nil || b.Len() != 1 {
 		t.Fatalf("first Next: %d records, %v", b.Len(), err)
@@ -358,14 +358,14 @@ func TestGeneratorRatePacing(t *testing.T) {
 					t.Fatal(err)
 				}
 				g := src.(*generator)
-				if err := g.Open(ctx, dataflow.TaskInfo{Subtask: i, Parallelism: tc.parallelism}); err != nil {
+				if err := g.Open(ctx, stream.TaskInfo{Subtask: i, Parallelism: tc.parallelism}); err != nil {
 					t.Fatal(err)
 				}
 				clock := &fakeClock{now: time.Unix(1000, 0)}
 				g.pacer.now, g.pacer.sleep = clock.Now, clock.Sleep
 				start := clock.now
 				records, calls := 0, 0
-				b := dataflow.NewBatch(tc.limit)
+				b := stream.NewBatch(tc.limit)
 				for {
 					b.Reset()
 					err := g.Next(ctx, b, tc.limit)
@@ -424,11 +424,11 @@ func BenchmarkGeneratorTransactions(b *testing.B) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := src.Open(ctx, dataflow.TaskInfo{}); err != nil {
+	if err := src.Open(ctx, stream.TaskInfo{}); err != nil {
 		b.Fatal(err)
 	}
 	const batch = 1024
-	out := dataflow.NewBatch(batch)
+	out := stream.NewBatch(batch)
 	b.ReportAllocs()
 	records := 0
 	var bytesOut int

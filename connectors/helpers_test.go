@@ -10,8 +10,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 )
 
 // rec is a record copied out of its batch, comparable for tests.
@@ -24,15 +24,15 @@ func (r rec) String() string { return fmt.Sprintf("%s|%s|%d", r.Key, r.Value, r.
 
 // drain opens src as the given subtask, reads it to io.EOF in batches of
 // limit and closes it.
-func drain(t testing.TB, src dataflow.Source, subtask, parallelism, limit int) []rec {
+func drain(t testing.TB, src stream.Source, subtask, parallelism, limit int) []rec {
 	t.Helper()
 	ctx := context.Background()
-	if err := src.Open(ctx, dataflow.TaskInfo{Job: "test", Node: "src", Subtask: subtask, Parallelism: parallelism}); err != nil {
+	if err := src.Open(ctx, stream.TaskInfo{Job: "test", Node: "src", Subtask: subtask, Parallelism: parallelism}); err != nil {
 		t.Fatalf("Open: %v", err)
 	}
 	defer src.Close()
 	var out []rec
-	b := dataflow.NewBatch(limit)
+	b := stream.NewBatch(limit)
 	for {
 		b.Reset()
 		err := src.Next(ctx, b, limit)
@@ -74,10 +74,10 @@ func sortRecs(rs []rec) {
 }
 
 // batchOf builds a batch holding values, with no keys or timestamps.
-func batchOf(values ...string) *dataflow.Batch {
-	b := dataflow.NewBatch(len(values))
+func batchOf(values ...string) *stream.Batch {
+	b := stream.NewBatch(len(values))
 	for _, v := range values {
-		b.Add(nil, []byte(v), dataflow.NoTimestamp)
+		b.Add(nil, []byte(v), stream.NoTimestamp)
 	}
 	return b
 }

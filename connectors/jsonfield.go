@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/eddy-stream/eddy/dataflow"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 )
 
 // jsonField returns the raw text of the top-level member name of the JSON
@@ -157,7 +157,7 @@ func jsonKey(raw []byte) ([]byte, error) {
 func jsonTimestamp(raw []byte) (int64, error) {
 	switch {
 	case string(raw) == "null":
-		return dataflow.NoTimestamp, nil
+		return stream.NoTimestamp, nil
 	case raw[0] == '"':
 		s, err := unquote(raw)
 		if err != nil {

@@ -9,8 +9,8 @@ import (
 	"strings"
 
 	"github.com/eddy-stream/eddy/connectors/kafka"
-	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 )
 
 // ErrBadSpec marks every error about a source or sink spec that cannot be
@@ -18,7 +18,7 @@ import (
 // failures while running.
 var ErrBadSpec = errors.New("connectors: bad spec")
 
-// ErrBadPosition marks a source position (dataflow.Checkpointed) that the
+// ErrBadPosition marks a source position (stream.Checkpointed) that the
 // source did not write: damaged checkpoint data.
 var ErrBadPosition = errors.New("connectors: bad source position")
 
@@ -34,7 +34,7 @@ type Registry struct {
 
 // NewSource builds one parallel instance of the source described by spec.
 // Relative paths are resolved against baseDir, the job spec's directory.
-func (r Registry) NewSource(spec *jobspec.SourceSpec, baseDir string) (dataflow.Source, error) {
+func (r Registry) NewSource(spec *jobspec.SourceSpec, baseDir string) (stream.Source, error) {
 	kind, err := sourceKind(spec)
 	if err != nil {
 		return nil, err
@@ -66,7 +66,7 @@ func (r Registry) NewSource(spec *jobspec.SourceSpec, baseDir string) (dataflow.
 
 // NewSink builds one parallel instance of the sink described by spec.
 // Relative paths are resolved against baseDir, the job spec's directory.
-func (r Registry) NewSink(spec *jobspec.SinkSpec, baseDir string) (dataflow.Sink, error) {
+func (r Registry) NewSink(spec *jobspec.SinkSpec, baseDir string) (stream.Sink, error) {
 	kind, err := sinkKind(spec)
 	if err != nil {
 		return nil, err
@@ -169,7 +169,7 @@ func resolvePath(baseDir, p string) string {
 // subtaskOf checks info and returns its subtask and parallelism. A zero
 // TaskInfo means subtask 0 of 1, so that tests and single-instance callers
 // need not fill it in.
-func subtaskOf(info dataflow.TaskInfo) (subtask, parallelism int, err error) {
+func subtaskOf(info stream.TaskInfo) (subtask, parallelism int, err error) {
 	parallelism = info.Parallelism
 	if parallelism == 0 {
 		parallelism = 1

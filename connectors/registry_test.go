@@ -8,14 +8,14 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 )
 
 // Registry is what dataflow's job builder asks for.
 var _ interface {
-	NewSource(*jobspec.SourceSpec, string) (dataflow.Source, error)
-	NewSink(*jobspec.SinkSpec, string) (dataflow.Sink, error)
+	NewSource(*jobspec.SourceSpec, string) (stream.Source, error)
+	NewSink(*jobspec.SinkSpec, string) (stream.Sink, error)
 } = Registry{}
 
 func TestRegistrySpecErrors(t *testing.T) {
@@ -108,11 +108,11 @@ func TestPathsResolveAgainstBaseDir(t *testing.T) {
 func TestOpenRejectsBadSubtask(t *testing.T) {
 	tests := []struct {
 		name string
-		info dataflow.TaskInfo
+		info stream.TaskInfo
 	}{
-		{"subtask beyond parallelism", dataflow.TaskInfo{Subtask: 2, Parallelism: 2}},
-		{"negative subtask", dataflow.TaskInfo{Subtask: -1, Parallelism: 2}},
-		{"negative parallelism", dataflow.TaskInfo{Parallelism: -1}},
+		{"subtask beyond parallelism", stream.TaskInfo{Subtask: 2, Parallelism: 2}},
+		{"negative subtask", stream.TaskInfo{Subtask: -1, Parallelism: 2}},
+		{"negative parallelism", stream.TaskInfo{Parallelism: -1}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

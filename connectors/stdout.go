@@ -6,7 +6,7 @@ import (
 	"io"
 	"sync"
 
-	"github.com/eddy-stream/eddy/dataflow"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 )
 
 // stdoutMu serialises the writes of every stdout sink in the process, so
@@ -30,14 +30,14 @@ type stdoutSink struct {
 	buf    []byte
 }
 
-func (s *stdoutSink) Open(ctx context.Context, info dataflow.TaskInfo) error {
+func (s *stdoutSink) Open(ctx context.Context, info stream.TaskInfo) error {
 	if _, _, err := subtaskOf(info); err != nil {
 		return fmt.Errorf("open stdout sink: %w", err)
 	}
 	return nil
 }
 
-func (s *stdoutSink) Write(ctx context.Context, b *dataflow.Batch) error {
+func (s *stdoutSink) Write(ctx context.Context, b *stream.Batch) error {
 	for i := range b.Records {
 		s.buf = append(s.buf, s.prefix...)
 		s.buf = append(s.buf, b.Records[i].Value...)

@@ -9,8 +9,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 )
 
 // byteWriter writes one byte at a time and yields in between, so that two
@@ -42,13 +42,13 @@ func TestStdoutNoInterleaving(t *testing.T) {
 		}
 		wg.Go(func() {
 			ctx := context.Background()
-			if err := snk.Open(ctx, dataflow.TaskInfo{Subtask: s, Parallelism: subtasks}); err != nil {
+			if err := snk.Open(ctx, stream.TaskInfo{Subtask: s, Parallelism: subtasks}); err != nil {
 				errs <- err
 				return
 			}
 			defer snk.Close()
 			for i := range batches {
-				b := dataflow.NewBatch(perBatch)
+				b := stream.NewBatch(perBatch)
 				for k := range perBatch {
 					b.Add(nil, fmt.Appendf(nil, `{"subtask":%d,"n":%d}`, s, i*perBatch+k), 0)
 				}

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/eddy-stream/eddy/dataflow/stream"
 )
 
 // Script messages for the aligner: "2:a" is record batch "a" on channel 2
@@ -23,7 +25,7 @@ func scriptMessage(t *testing.T, s string) message {
 	if id, err := strconv.ParseInt(strings.TrimPrefix(what, "b"), 10, 64); strings.HasPrefix(what, "b") && err == nil {
 		return message{kind: msgBarrier, channel: ch, barrier: &barrier{id: id}}
 	}
-	return message{kind: msgBatch, channel: ch, batch: &Batch{}, wm: int64(what[0])}
+	return message{kind: msgBatch, channel: ch, batch: &stream.Batch{}, wm: int64(what[0])}
 }
 
 func describe(m message) string {

@@ -105,58 +105,6 @@ var ErrRestore = errors.New("dataflow: cannot restore checkpoint")
 // An earlier checkpoint of the same job will not fit either.
 var ErrIncompatibleCheckpoint = errors.New("dataflow: checkpoint does not fit the job")
 
-// Checkpointed is implemented by sources that can be rewound: the position
-// is opaque bytes recorded in the checkpoint.
-type Checkpointed interface {
-	// Position is where the next Next call would continue.
-	Position() ([]byte, error)
-	// Seek moves to pos, which Position returned for the same subtask
-	// and parallelism; it is called after Open and before the first Next.
-	// A pos that is not one is an error.
-	Seek(pos []byte) error
-}
-
-// CheckpointListener is implemented by sources that act when a
-// checkpoint completes, such as Kafka committing the checkpoint's
-// offsets to a consumer group. dataflow calls it only when the deployment
-// checkpoints, always from the task's goroutine between two batches, and
-// only for a source that is also Checkpointed.
-//
-// What a listener does must not matter for correctness: a restore reads
-// the checkpoint, not the listener's side effects. So an error from
-// CheckpointCompleted is logged and the task goes on.
-type CheckpointListener interface {
-	// CheckpointTaken tells the source that pos, which its Position
-	// returned, is in the durable snapshot of checkpoint (the task
-	// acknowledged it). A checkpoint taken may never complete.
-	CheckpointTaken(checkpoint int64, pos []byte)
-	// CheckpointCompleted tells the source that checkpoint completed.
-	// Completions are coalesced: checkpoint is the newest completed one,
-	// older ones may never be announced, and it may name a checkpoint
-	// this run never took (one the task restored from or older).
-	CheckpointCompleted(ctx context.Context, checkpoint int64) error
-}
-
-// Transactional is implemented by sinks that take part in the two-phase
-// commit of checkpoints. dataflow calls it only when the deployment
-// checkpoints (TaskInfo.Checkpointing), always from the task's goroutine,
-// and calls Abort once, after Open and before the first Write.
-type Transactional interface {
-	// PreCommit makes what was written since the previous PreCommit
-	// durable but invisible, staged under checkpoint, and names what it
-	// staged (recorded in the task manifest).
-	PreCommit(ctx context.Context, checkpoint int64) (staged []string, err error)
-	// Commit publishes what was staged by the checkpoints ≤ checkpoint,
-	// which completed.
-	Commit(ctx context.Context, checkpoint int64) error
-	// Abort brings the sink's output back to the checkpoint the task
-	// starts from (TaskInfo.RestoredCheckpoint, 0 for none): it drops
-	// everything staged or published after it, and publishes what it had
-	// staged — staged, from its task manifests — in case the completion
-	// never reached the sink.
-	Abort(ctx context.Context, staged []string) error
-}
-
 // CheckpointManifestKey is the key of checkpoint id's manifest under a
 // job's prefix.
 func CheckpointManifestKey(prefix string, id int64) string {

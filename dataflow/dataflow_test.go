@@ -16,6 +16,7 @@ import (
 	"github.com/eddy-stream/eddy/connectors"
 	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/host"
 )
 
@@ -114,8 +115,8 @@ type slowSink struct {
 	maxAhead *atomic.Int64
 }
 
-func (s *slowSink) Open(context.Context, dataflow.TaskInfo) error { return nil }
-func (s *slowSink) Write(_ context.Context, b *dataflow.Batch) error {
+func (s *slowSink) Open(context.Context, stream.TaskInfo) error { return nil }
+func (s *slowSink) Write(_ context.Context, b *stream.Batch) error {
 	time.Sleep(2 * time.Millisecond)
 	c := s.consumed.Add(int64(b.Len()))
 	if ahead := s.produced.Load() - c; ahead > s.maxAhead.Load() {
@@ -132,8 +133,8 @@ type countingSource struct {
 	produced *atomic.Int64
 }
 
-func (c *countingSource) Open(context.Context, dataflow.TaskInfo) error { return nil }
-func (c *countingSource) Next(_ context.Context, b *dataflow.Batch, max int) error {
+func (c *countingSource) Open(context.Context, stream.TaskInfo) error { return nil }
+func (c *countingSource) Next(_ context.Context, b *stream.Batch, max int) error {
 	for i := 0; i < max && c.next < c.n; i++ {
 		b.Add(nil, []byte(fmt.Sprintf(`{"seq":%d}`, c.next)), c.next)
 		c.next++
@@ -147,14 +148,14 @@ func (c *countingSource) Next(_ context.Context, b *dataflow.Batch, max int) err
 func (c *countingSource) Close() error { return nil }
 
 type testConnectors struct {
-	src  func() dataflow.Source
-	sink func() dataflow.Sink
+	src  func() stream.Source
+	sink func() stream.Sink
 }
 
-func (tc testConnectors) NewSource(*jobspec.SourceSpec, string) (dataflow.Source, error) {
+func (tc testConnectors) NewSource(*jobspec.SourceSpec, string) (stream.Source, error) {
 	return tc.src(), nil
 }
-func (tc testConnectors) NewSink(*jobspec.SinkSpec, string) (dataflow.Sink, error) {
+func (tc testConnectors) NewSink(*jobspec.SinkSpec, string) (stream.Sink, error) {
 	return tc.sink(), nil
 }
 
@@ -178,7 +179,7 @@ nodes:
     sink: {discard: {}}
 `)
 	job, err := dataflow.NewJob(context.Background(), spec, dataflow.Options{
-		Connectors:    testConnectors{src: func() dataflow.Source { return &countingSource{n: n, produced: &produced} }, sink: func() dataflow.Sink { return &slowSink{&produced, &consumed, &maxAhead} }},
+		Connectors:    testConnectors{src: func() stream.Source { return &countingSource{n: n, produced: &produced} }, sink: func() stream.Sink { return &slowSink{&produced, &consumed, &maxAhead} }},
 		Engine:        newEngine(t, host.DefaultConfig()),
 		QueueCapacity: 4,
 	})

@@ -24,6 +24,7 @@ import (
 	"github.com/eddy-stream/eddy/connectors"
 	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/dataflow/window"
 	"github.com/eddy-stream/eddy/host"
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
@@ -276,8 +277,8 @@ type sinkRecorder struct {
 
 type recorderSink struct{ r *sinkRecorder }
 
-func (s recorderSink) Open(context.Context, dataflow.TaskInfo) error { return nil }
-func (s recorderSink) Write(ctx context.Context, b *dataflow.Batch) error {
+func (s recorderSink) Open(context.Context, stream.TaskInfo) error { return nil }
+func (s recorderSink) Write(ctx context.Context, b *stream.Batch) error {
 	if s.r.hold != nil {
 		select {
 		case <-s.r.hold:
@@ -323,8 +324,8 @@ func newFanOutJob(t *testing.T, r *sinkRecorder, n int64, queue int) *dataflow.J
 	t.Helper()
 	job, err := dataflow.NewJob(context.Background(), parse(t, fanOutJob), dataflow.Options{
 		Connectors: testConnectors{
-			src:  func() dataflow.Source { return &countingSource{n: n, produced: &r.produced} },
-			sink: func() dataflow.Sink { return recorderSink{r} },
+			src:  func() stream.Source { return &countingSource{n: n, produced: &r.produced} },
+			sink: func() stream.Sink { return recorderSink{r} },
 		},
 		QueueCapacity: queue,
 	})

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/eddy-stream/eddy/abi"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
 )
 
@@ -375,7 +376,7 @@ func describeRPCError(err error) string {
 func frameMessage(f *eddyv1.Frame, ch int) (message, error) {
 	switch k := f.GetKind().(type) {
 	case *eddyv1.Frame_Batch:
-		b, err := decodeBatch(k.Batch)
+		b, err := stream.DecodeBatch(k.Batch)
 		if err != nil {
 			return message{}, mark(err, ErrBadFrame) // "abi: malformed batch: …"
 		}

@@ -10,10 +10,13 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/eddy-stream/eddy/abi"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
 )
 
-func batchFrame(b []byte) *eddyv1.Frame { return &eddyv1.Frame{Kind: &eddyv1.Frame_Batch{Batch: b}} }
+func batchFrame(b []byte) *eddyv1.Frame {
+	return &eddyv1.Frame{Kind: &eddyv1.Frame_Batch{Batch: b}}
+}
 
 func barrierFrame(id uint64, triggered int64, kind eddyv1.CheckpointKind) *eddyv1.Frame {
 	return &eddyv1.Frame{Kind: &eddyv1.Frame_Barrier{Barrier: &eddyv1.Barrier{CheckpointId: id, TriggeredUnixMs: triggered, Kind: kind}}}
@@ -22,9 +25,9 @@ func barrierFrame(id uint64, triggered int64, kind eddyv1.CheckpointKind) *eddyv
 // TestFrameMessage maps every kind of frame, well-formed or not, to what
 // the consumer's gate reads, or to a clear error wrapping ErrBadFrame.
 func TestFrameMessage(t *testing.T) {
-	recs := []Record{
+	recs := []stream.Record{
 		{Key: []byte("k1"), Value: []byte(`{"n":1}`), Timestamp: 7},
-		{Value: []byte("v"), Timestamp: NoTimestamp, Headers: []Header{{Key: "h", Value: []byte("x")}}},
+		{Value: []byte("v"), Timestamp: stream.NoTimestamp, Headers: []stream.Header{{Key: "h", Value: []byte("x")}}},
 	}
 	good := abi.AppendBatch(nil, recs)
 	le := binary.LittleEndian
@@ -37,7 +40,7 @@ func TestFrameMessage(t *testing.T) {
 		name    string
 		frame   *eddyv1.Frame
 		want    message // batch compared by records
-		wantRec []Record
+		wantRec []stream.Record
 		err     string // when the frame is refused
 		abiErr  bool   // the error also wraps abi.ErrMalformedBatch
 	}{
@@ -101,7 +104,7 @@ func TestFrameMessage(t *testing.T) {
 	}
 }
 
-func checkRecords(t *testing.T, got, want []Record) {
+func checkRecords(t *testing.T, got, want []stream.Record) {
 	t.Helper()
 	if len(got) != len(want) {
 		t.Fatalf("%d records, want %d", len(got), len(want))
@@ -122,9 +125,9 @@ func checkRecords(t *testing.T, got, want []Record) {
 // TestMessageFrameRoundTrip: what a producer sends is what its consumer
 // reads, through the protobuf encoding.
 func TestMessageFrameRoundTrip(t *testing.T) {
-	b := NewBatch(4)
+	b := stream.NewBatch(4)
 	b.Add([]byte("k"), []byte("v1"), 1)
-	b.AddRecord(&Record{Value: []byte("v2"), Timestamp: 2, Headers: []Header{{Key: "a", Value: []byte("b")}}})
+	b.AddRecord(&stream.Record{Value: []byte("v2"), Timestamp: 2, Headers: []stream.Header{{Key: "a", Value: []byte("b")}}})
 	for _, m := range []message{
 		{kind: msgBatch, batch: b},
 		{kind: msgWatermark, wm: 99},
@@ -169,7 +172,7 @@ func TestMessageFrameRoundTrip(t *testing.T) {
 // frame: never a panic, and a batch accepted re-encodes to records equal
 // to the ones decoded.
 func FuzzFrameMessage(f *testing.F) {
-	good := abi.AppendBatch(nil, []Record{{Key: []byte("k"), Value: []byte("v"), Timestamp: 1, Headers: []Header{{Key: "h", Value: []byte("x")}}}})
+	good := abi.AppendBatch(nil, []stream.Record{{Key: []byte("k"), Value: []byte("v"), Timestamp: 1, Headers: []stream.Header{{Key: "h", Value: []byte("x")}}}})
 	f.Add(good)
 	f.Add(good[:len(good)-3])
 	f.Add([]byte{})

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/host"
 	"github.com/eddy-stream/eddy/state"
 )
@@ -18,8 +19,8 @@ import (
 // implements it; the interface is here so dataflow does not depend on every
 // connector.
 type Connectors interface {
-	NewSource(spec *jobspec.SourceSpec, baseDir string) (Source, error)
-	NewSink(spec *jobspec.SinkSpec, baseDir string) (Sink, error)
+	NewSource(spec *jobspec.SourceSpec, baseDir string) (stream.Source, error)
+	NewSink(spec *jobspec.SinkSpec, baseDir string) (stream.Sink, error)
 }
 
 // Options wire a job to the process it runs in.
@@ -32,14 +33,14 @@ type Options struct {
 	LoadModule func(ctx context.Context, ref string) (*host.Module, error)
 	// NativeOperators replaces the module reference named by a key with an
 	// operator written in Go: the benchmark's baseline, and built-ins.
-	NativeOperators map[string]func() Operator
+	NativeOperators map[string]func() stream.Operator
 	// StateBackends opens (or returns the process's shared) state backend of
 	// a kind named by the spec: jobspec.BackendPebble or BackendMemory.
 	// Required by jobs with keyed nodes.
 	StateBackends func(kind string) (state.Backend, error)
 	// WindowOperator builds the operator of a window node (package
 	// dataflow/window); the modules map holds the job's loaded modules.
-	WindowOperator func(spec *jobspec.Spec, node *jobspec.Node, modules map[string]*host.Module) (Operator, error)
+	WindowOperator func(spec *jobspec.Spec, node *jobspec.Node, modules map[string]*host.Module) (stream.Operator, error)
 	// Tenant owns the job's state; "default" until tenancy lands.
 	Tenant string
 	// QueueCapacity is the number of batches an input queue holds before

@@ -20,6 +20,7 @@ import (
 	"github.com/eddy-stream/eddy/connectors"
 	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/dataflow/window"
 	"github.com/eddy-stream/eddy/host"
 	"github.com/eddy-stream/eddy/state"
@@ -119,14 +120,14 @@ func regenerateTxns(t *testing.T, spec *jobspec.Spec) []txnBatch {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := src.Open(ctx, dataflow.TaskInfo{Subtask: 0, Parallelism: 1}); err != nil {
+	if err := src.Open(ctx, stream.TaskInfo{Subtask: 0, Parallelism: 1}); err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
 	var out []txnBatch
 	maxTs, wm := int64(math.MinInt64), int64(math.MinInt64)
 	for {
-		b := dataflow.NewBatch(spec.BatchSize)
+		b := stream.NewBatch(spec.BatchSize)
 		err := src.Next(ctx, b, spec.BatchSize)
 		if b.Len() > 0 {
 			tb := txnBatch{wm: math.MinInt64}
@@ -385,12 +386,12 @@ func checkCounts(t *testing.T, lines []string) {
 // it waits for done (closed by the test's sink), so that a processing-time
 // timer gets the chance to fire while the job runs.
 type scriptSource struct {
-	batches [][]dataflow.Record
+	batches [][]stream.Record
 	done    <-chan struct{}
 }
 
-func (s *scriptSource) Open(context.Context, dataflow.TaskInfo) error { return nil }
-func (s *scriptSource) Next(ctx context.Context, b *dataflow.Batch, _ int) error {
+func (s *scriptSource) Open(context.Context, stream.TaskInfo) error { return nil }
+func (s *scriptSource) Next(ctx context.Context, b *stream.Batch, _ int) error {
 	if len(s.batches) > 0 {
 		for i := range s.batches[0] {
 			b.AddRecord(&s.batches[0][i])
@@ -417,8 +418,8 @@ type collectSink struct {
 	done chan struct{}
 }
 
-func (s *collectSink) Open(context.Context, dataflow.TaskInfo) error { return nil }
-func (s *collectSink) Write(_ context.Context, b *dataflow.Batch) error {
+func (s *collectSink) Open(context.Context, stream.TaskInfo) error { return nil }
+func (s *collectSink) Write(_ context.Context, b *stream.Batch) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, r := range b.Records {
@@ -437,16 +438,16 @@ func (s *collectSink) Close() error                 { return nil }
 // already due (fired in the same watermark), current_watermark, and a
 // processing-time timer fired by the task's clock.
 func TestKeyedWasmTimers(t *testing.T) {
-	rec := func(key, cmd string, ts int64) dataflow.Record {
-		return dataflow.Record{Key: []byte(key), Value: []byte(cmd), Timestamp: ts}
+	rec := func(key, cmd string, ts int64) stream.Record {
+		return stream.Record{Key: []byte(key), Value: []byte(cmd), Timestamp: ts}
 	}
-	first := []dataflow.Record{rec("c", "p 300", 0), rec("c", "r e 1000", 0)}
+	first := []stream.Record{rec("c", "p 300", 0), rec("c", "r e 1000", 0)}
 	for ts := 600; ts >= 1; ts-- {
 		first = append(first, rec("m", fmt.Sprintf("r e %d", ts), 0))
 	}
 	now := time.Now().UnixMilli()
 	done := make(chan struct{})
-	src := &scriptSource{batches: [][]dataflow.Record{
+	src := &scriptSource{batches: [][]stream.Record{
 		first,
 		{rec("z", "w", 5000)}, // the watermark is -1 after the first batch
 		{rec("p", fmt.Sprintf("r p %d", now), 5000)}, // due at once, fired by the next tick
@@ -472,8 +473,8 @@ nodes:
 	b := openBackend(t, jobspec.BackendMemory)
 	job, err := dataflow.NewJob(context.Background(), spec, dataflow.Options{
 		Connectors: testConnectors{
-			src:  func() dataflow.Source { return src },
-			sink: func() dataflow.Sink { return &collectSink{mu: &mu, got: &got, done: done} },
+			src:  func() stream.Source { return src },
+			sink: func() stream.Sink { return &collectSink{mu: &mu, got: &got, done: done} },
 		},
 		Engine:        newEngine(t, host.DefaultConfig()),
 		StateBackends: func(string) (state.Backend, error) { return b, nil },

@@ -6,12 +6,13 @@ import (
 	"fmt"
 
 	"github.com/eddy-stream/eddy/abi"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/host"
 	"github.com/eddy-stream/eddy/state"
 )
 
 // newOperator builds the operator of a wasm (or built-in) vertex.
-func (j *Job) newOperator(v *vertex) (Operator, error) {
+func (j *Job) newOperator(v *vertex) (stream.Operator, error) {
 	n := v.node
 	switch {
 	case n.Wasm != nil:
@@ -37,28 +38,31 @@ func (j *Job) newOperator(v *vertex) (Operator, error) {
 }
 
 // sinkOperator lets a sink end a chain like any other stage.
-type sinkOperator struct{ sink Sink }
+type sinkOperator struct{ sink stream.Sink }
 
-func (s *sinkOperator) Open(ctx context.Context, info TaskInfo) error { return s.sink.Open(ctx, info) }
-func (s *sinkOperator) Process(ctx context.Context, in, _ *Batch) error {
+func (s *sinkOperator) Open(ctx context.Context, info stream.TaskInfo) error {
+	return s.sink.Open(ctx, info)
+}
+func (s *sinkOperator) Process(ctx context.Context, in, _ *stream.Batch) error {
 	return s.sink.Write(ctx, in)
 }
-func (s *sinkOperator) Finish(ctx context.Context, _ *Batch) error { return s.sink.Finish(ctx) }
-func (s *sinkOperator) Close() error                               { return s.sink.Close() }
+func (s *sinkOperator) Finish(ctx context.Context, _ *stream.Batch) error { return s.sink.Finish(ctx) }
+func (s *sinkOperator) Close() error                                      { return s.sink.Close() }
 
 // wasmOperator runs one instance of a Wasm module.
 type wasmOperator struct {
 	module *host.Module
 	config []byte
 	inst   *host.Instance
-	out    *Batch
-	emit   func([]Record)
+	out    *stream.Batch
+	emit   func([]stream.Record)
 }
 
-func (w *wasmOperator) Open(ctx context.Context, info TaskInfo) error {
+func (w *wasmOperator) Open(ctx context.Context, info stream.TaskInfo) error {
+	st, _ := info.State.(state.Store) // nil for a node that is not keyed
 	inst, err := w.module.NewInstance(ctx, host.InstanceConfig{
 		Name:  fmt.Sprintf("%s/%s[%d]", info.Job, info.Node, info.Subtask),
-		State: info.State,
+		State: st,
 	})
 	if err != nil {
 		return err
@@ -66,16 +70,16 @@ func (w *wasmOperator) Open(ctx context.Context, info TaskInfo) error {
 	w.inst = inst
 	// One closure for the task's life: emitted records alias guest memory
 	// and are copied into whichever batch is current.
-	w.emit = func(recs []Record) { w.out.AddRecords(recs) }
+	w.emit = func(recs []stream.Record) { w.out.AddRecords(recs) }
 	return inst.Open(w.config)
 }
 
-func (w *wasmOperator) Process(_ context.Context, in, out *Batch) error {
+func (w *wasmOperator) Process(_ context.Context, in, out *stream.Batch) error {
 	w.out = out
 	return w.inst.Process(in.Records, w.emit)
 }
 
-func (w *wasmOperator) Finish(_ context.Context, out *Batch) error {
+func (w *wasmOperator) Finish(_ context.Context, out *stream.Batch) error {
 	w.out = out
 	return w.inst.Finish(w.emit)
 }
@@ -101,13 +105,13 @@ type keyedWasmOperator struct {
 	keys    []byte
 	ends    []int
 	times   []int64
-	recs    []Record
+	recs    []stream.Record
 	collect func(state.Timer) error
 }
 
 var (
-	_ WatermarkOperator      = (*keyedWasmOperator)(nil)
-	_ ProcessingTimeOperator = (*keyedWasmOperator)(nil)
+	_ stream.WatermarkOperator      = (*keyedWasmOperator)(nil)
+	_ stream.ProcessingTimeOperator = (*keyedWasmOperator)(nil)
 )
 
 // timerBatchSize is the most timers one eddy_on_timer call is handed.
@@ -123,21 +127,25 @@ var (
 	processingTimeValue = []byte{abi.TimerProcessingTime}
 )
 
-func (w *keyedWasmOperator) Open(ctx context.Context, info TaskInfo) error {
-	w.store = info.State
+func (w *keyedWasmOperator) Open(ctx context.Context, info stream.TaskInfo) error {
+	st, ok := info.State.(state.Store)
+	if !ok {
+		return fmt.Errorf("node %s: keyed Wasm operator without keyed state", info.Node)
+	}
+	w.store = st
 	w.collect = w.collectTimer
 	return w.wasmOperator.Open(ctx, info)
 }
 
 // ProcessWatermark sets the guest's watermark and fires the event-time
 // timers it makes due.
-func (w *keyedWasmOperator) ProcessWatermark(_ context.Context, wm int64, out *Batch) error {
+func (w *keyedWasmOperator) ProcessWatermark(_ context.Context, wm int64, out *stream.Batch) error {
 	w.inst.SetWatermark(wm)
 	return w.fire(state.EventTime, wm, out)
 }
 
 // OnProcessingTime fires the processing-time timers due at now.
-func (w *keyedWasmOperator) OnProcessingTime(_ context.Context, now int64, out *Batch) error {
+func (w *keyedWasmOperator) OnProcessingTime(_ context.Context, now int64, out *stream.Batch) error {
 	return w.fire(state.ProcessingTime, now, out)
 }
 
@@ -145,7 +153,7 @@ func (w *keyedWasmOperator) OnProcessingTime(_ context.Context, now int64, out *
 // timerBatchSize in the store's order (by time). Timers the guest sets
 // while handling them are fired too if they are due already, so it repeats
 // until none is.
-func (w *keyedWasmOperator) fire(kind state.TimerKind, upTo int64, out *Batch) error {
+func (w *keyedWasmOperator) fire(kind state.TimerKind, upTo int64, out *stream.Batch) error {
 	if !w.timers || w.store == nil {
 		return nil
 	}
@@ -165,7 +173,7 @@ func (w *keyedWasmOperator) fire(kind state.TimerKind, upTo int64, out *Batch) e
 		w.recs = w.recs[:0]
 		start := 0
 		for i, end := range w.ends {
-			w.recs = append(w.recs, Record{Key: w.keys[start:end:end], Value: value, Timestamp: w.times[i]})
+			w.recs = append(w.recs, stream.Record{Key: w.keys[start:end:end], Value: value, Timestamp: w.times[i]})
 			start = end
 		}
 		w.out = out

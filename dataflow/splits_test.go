@@ -11,6 +11,7 @@ import (
 
 	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 )
 
 // splitRec is a record of a fake split source: its split and event time.
@@ -35,10 +36,10 @@ func (s *fakeSplitSource) set(emit func() []splitRec) {
 	s.mu.Unlock()
 }
 
-func (s *fakeSplitSource) Open(context.Context, dataflow.TaskInfo) error { return nil }
-func (s *fakeSplitSource) Close() error                                  { return nil }
+func (s *fakeSplitSource) Open(context.Context, stream.TaskInfo) error { return nil }
+func (s *fakeSplitSource) Close() error                                { return nil }
 
-func (s *fakeSplitSource) Next(ctx context.Context, b *dataflow.Batch, max int) error {
+func (s *fakeSplitSource) Next(ctx context.Context, b *stream.Batch, max int) error {
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
@@ -75,10 +76,10 @@ func once(recs []splitRec, repeat []splitRec) func() []splitRec {
 // sourcesByNode builds each source node's source from its own factory.
 type sourcesByNode struct {
 	spec    *jobspec.Spec
-	sources map[string]dataflow.Source
+	sources map[string]stream.Source
 }
 
-func (c sourcesByNode) NewSource(s *jobspec.SourceSpec, _ string) (dataflow.Source, error) {
+func (c sourcesByNode) NewSource(s *jobspec.SourceSpec, _ string) (stream.Source, error) {
 	for _, n := range c.spec.Nodes {
 		if n.Source == s {
 			return c.sources[n.Name], nil
@@ -87,7 +88,7 @@ func (c sourcesByNode) NewSource(s *jobspec.SourceSpec, _ string) (dataflow.Sour
 	return nil, errors.New("unknown source")
 }
 
-func (c sourcesByNode) NewSink(*jobspec.SinkSpec, string) (dataflow.Sink, error) {
+func (c sourcesByNode) NewSink(*jobspec.SinkSpec, string) (stream.Sink, error) {
 	return &collectSink{mu: &sync.Mutex{}, got: new([]string)}, nil
 }
 
@@ -120,7 +121,7 @@ nodes:
 	phase := time.Now()
 	a.set(once([]splitRec{{0, 1000}, {1, 500}}, []splitRec{{0, 1000}}))
 
-	job, err := dataflow.NewJob(context.Background(), spec, dataflow.Options{Connectors: sourcesByNode{spec: spec, sources: map[string]dataflow.Source{"a": a, "b": b}}})
+	job, err := dataflow.NewJob(context.Background(), spec, dataflow.Options{Connectors: sourcesByNode{spec: spec, sources: map[string]stream.Source{"a": a, "b": b}}})
 	if err != nil {
 		t.Fatal(err)
 	}

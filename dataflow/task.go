@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
 	"github.com/eddy-stream/eddy/proto/rpc"
 	"github.com/eddy-stream/eddy/sdk/go/jsonscan"
@@ -30,7 +31,7 @@ const (
 type message struct {
 	kind    msgKind
 	channel int
-	batch   *Batch
+	batch   *stream.Batch
 	wm      int64
 	barrier *barrier // msgBarrier
 }
@@ -38,8 +39,8 @@ type message struct {
 // stage is one non-source vertex of a chain with the batch it writes into.
 type stage struct {
 	v   *vertex
-	op  Operator
-	out *Batch
+	op  stream.Operator
+	out *stream.Batch
 	// sideOutputs are this vertex's outputs on side ports.
 	sideOutputs []*output
 }
@@ -65,7 +66,7 @@ type task struct {
 	outs [][]outlet
 
 	name        string
-	source      Source
+	source      stream.Source
 	stages      []stage
 	mainOutputs []*output
 	rr          []int // round-robin position per output
@@ -82,17 +83,17 @@ type task struct {
 	maxTs     int64 // source task: the largest event time so far
 	// splits is the source when it reads several splits with event
 	// time of their own (see runSource).
-	splits SplitSource
+	splits stream.SplitSource
 
 	// Checkpoints; see task_checkpoint.go.
-	cp        *Checkpointing     // nil: the deployment does not checkpoint
-	restore   *restorePoint      // nil: the task starts from scratch
-	mailbox   *mailbox           // triggers and completions; nil without cp
-	align     *aligner           // gate tasks
-	injected  int64              // source task: the newest barrier injected
-	committed int64              // the newest checkpoint the sink committed
-	sinkTx    Transactional      // the chain's sink, when it stages output
-	listener  CheckpointListener // the source, when it listens
+	cp        *Checkpointing            // nil: the deployment does not checkpoint
+	restore   *restorePoint             // nil: the task starts from scratch
+	mailbox   *mailbox                  // triggers and completions; nil without cp
+	align     *aligner                  // gate tasks
+	injected  int64                     // source task: the newest barrier injected
+	committed int64                     // the newest checkpoint the sink committed
+	sinkTx    stream.Transactional      // the chain's sink, when it stages output
+	listener  stream.CheckpointListener // the source, when it listens
 	sinkNode  string
 	// prevFiles are the state files the task's previous snapshot in this
 	// run referenced, to tell the incremental size.
@@ -101,12 +102,12 @@ type task struct {
 	restoredWM int64
 }
 
-func (t *task) info(v *vertex) TaskInfo {
+func (t *task) info(v *vertex) stream.TaskInfo {
 	jobID := t.job.id
 	if t.dep != nil && t.dep.JobID != "" {
 		jobID = t.dep.JobID
 	}
-	info := TaskInfo{Job: t.job.spec.Name, JobID: jobID, Node: v.node.Name, Subtask: t.subtask, Parallelism: v.parallelism, MaxParallelism: t.job.spec.MaxParallelism,
+	info := stream.TaskInfo{Job: t.job.spec.Name, JobID: jobID, Node: v.node.Name, Subtask: t.subtask, Parallelism: v.parallelism, MaxParallelism: t.job.spec.MaxParallelism,
 		Checkpointing: t.cp != nil}
 	if t.restore != nil {
 		info.RestoredCheckpoint = t.restore.id
@@ -266,7 +267,7 @@ func (t *task) open(ctx context.Context) error {
 	for _, v := range t.chain.vertices {
 		n := v.node
 		info := t.info(v)
-		var op Operator
+		var op stream.Operator
 		switch {
 		case n.Source != nil:
 			src, err := j.opts.Connectors.NewSource(n.Source, j.spec.Dir())
@@ -281,10 +282,10 @@ func (t *task) open(ctx context.Context) error {
 			if err := t.restoreSource(v); err != nil {
 				return err
 			}
-			if ss, ok := src.(SplitSource); ok && n.EventTime != nil {
+			if ss, ok := src.(stream.SplitSource); ok && n.EventTime != nil {
 				t.splits = ss
 			}
-			if l, ok := src.(CheckpointListener); ok && t.cp != nil {
+			if l, ok := src.(stream.CheckpointListener); ok && t.cp != nil {
 				t.listener = l
 			}
 			continue
@@ -294,7 +295,7 @@ func (t *task) open(ctx context.Context) error {
 				return err
 			}
 			op = &sinkOperator{sink: snk}
-			if tx, ok := snk.(Transactional); ok && t.cp != nil {
+			if tx, ok := snk.(stream.Transactional); ok && t.cp != nil {
 				t.sinkTx, t.sinkNode = tx, n.Name
 			}
 		default:
@@ -315,13 +316,13 @@ func (t *task) open(ctx context.Context) error {
 				return err
 			}
 		}
-		st := stage{v: v, op: op, out: NewBatch(j.spec.BatchSize)}
+		st := stage{v: v, op: op, out: stream.NewBatch(j.spec.BatchSize)}
 		for _, o := range t.chain.outputs {
 			if o.from == v && o.port != "" {
 				st.sideOutputs = append(st.sideOutputs, o)
 			}
 		}
-		if _, ok := op.(ProcessingTimeOperator); ok {
+		if _, ok := op.(stream.ProcessingTimeOperator); ok {
 			t.timed = true
 		}
 		if err := op.Open(ctx, info); err != nil {
@@ -337,14 +338,15 @@ func (t *task) open(ctx context.Context) error {
 	return nil
 }
 
-func (t *task) openState(v *vertex, info *TaskInfo) (state.Store, error) {
+func (t *task) openState(v *vertex, info *stream.TaskInfo) (state.Store, error) {
 	backend, err := t.job.stateBackend()
 	if err != nil {
 		return nil, err
 	}
-	info.KeyGroups = state.KeyGroupRange(t.subtask, v.parallelism, t.job.spec.MaxParallelism)
+	groups := state.KeyGroupRange(t.subtask, v.parallelism, t.job.spec.MaxParallelism)
+	info.KeyGroups = stream.KeyGroupRange(groups)
 	scope := state.Scope{Tenant: t.job.tenant, Job: t.job.id, Operator: v.node.Name}
-	st, err := backend.OpenTask(scope, t.job.spec.MaxParallelism, info.KeyGroups)
+	st, err := backend.OpenTask(scope, t.job.spec.MaxParallelism, groups)
 	if err != nil {
 		return nil, fmt.Errorf("%s: open state: %w", v.node.Name, err)
 	}
@@ -395,12 +397,12 @@ func (t *task) runSource(ctx context.Context) error {
 	if t.splits != nil {
 		clock = newSplitClock(ooo, idle)
 	}
-	pending, _ := t.source.(PendingReporter)
+	pending, _ := t.source.(stream.PendingReporter)
 	// The source batch is reused when a stage consumes it synchronously;
 	// when the chain is just the source it is sent downstream, so fresh.
-	var reuse *Batch
+	var reuse *stream.Batch
 	if len(t.stages) > 0 {
-		reuse = NewBatch(bs)
+		reuse = stream.NewBatch(bs)
 	}
 	for {
 		if err := ctx.Err(); err != nil {
@@ -412,7 +414,7 @@ func (t *task) runSource(ctx context.Context) error {
 		}
 		b := reuse
 		if b == nil {
-			b = NewBatch(bs)
+			b = stream.NewBatch(bs)
 		} else {
 			b.Reset()
 		}
@@ -496,7 +498,7 @@ func (t *task) runSource(ctx context.Context) error {
 
 // observeSplits hands the event times of the records of b, which the
 // source's last Next appended, to clock by split.
-func (t *task) observeSplits(clock *splitClock, b *Batch, now time.Time) error {
+func (t *task) observeSplits(clock *splitClock, b *stream.Batch, now time.Time) error {
 	n, last := t.splits.Splits()
 	if len(last) != b.Len() {
 		return fmt.Errorf("source %s: Splits names the split of %d records, Next appended %d", t.chain.head().node.Name, len(last), b.Len())
@@ -513,7 +515,7 @@ func (t *task) observeSplits(clock *splitClock, b *Batch, now time.Time) error {
 
 // assignTimestamps sets each record's event time from a JSON field holding
 // milliseconds since the epoch.
-func assignTimestamps(b *Batch, field []byte) error {
+func assignTimestamps(b *stream.Batch, field []byte) error {
 	for i := range b.Records {
 		r := &b.Records[i]
 		raw, st := jsonscan.Lookup(r.Value, field)
@@ -667,11 +669,11 @@ func (t *task) advanceWatermark(ctx context.Context, wm int64) error {
 	t.metrics.watermark.Store(wm)
 	for k := range t.stages {
 		st := &t.stages[k]
-		wo, ok := st.op.(WatermarkOperator)
+		wo, ok := st.op.(stream.WatermarkOperator)
 		if !ok {
 			continue
 		}
-		out := NewBatch(t.job.spec.BatchSize)
+		out := stream.NewBatch(t.job.spec.BatchSize)
 		if err := wo.ProcessWatermark(ctx, wm, out); err != nil {
 			return fmt.Errorf("%s: watermark: %w", st.v.node.Name, err)
 		}
@@ -701,11 +703,11 @@ func (t *task) maybeTick(ctx context.Context) error {
 func (t *task) processingTime(ctx context.Context, now time.Time) error {
 	for k := range t.stages {
 		st := &t.stages[k]
-		po, ok := st.op.(ProcessingTimeOperator)
+		po, ok := st.op.(stream.ProcessingTimeOperator)
 		if !ok {
 			continue
 		}
-		out := NewBatch(t.job.spec.BatchSize)
+		out := stream.NewBatch(t.job.spec.BatchSize)
 		if err := po.OnProcessingTime(ctx, now.UnixMilli(), out); err != nil {
 			return fmt.Errorf("%s: processing time: %w", st.v.node.Name, err)
 		}
@@ -719,7 +721,7 @@ func (t *task) processingTime(ctx context.Context, now time.Time) error {
 // emitFrom routes out, produced by stage k outside Process (at a
 // watermark, a timer or the end), to its side outputs and through the
 // stages after k.
-func (t *task) emitFrom(ctx context.Context, k int, out *Batch) error {
+func (t *task) emitFrom(ctx context.Context, k int, out *stream.Batch) error {
 	st := &t.stages[k]
 	st.v.stats.Out.Add(int64(out.Len()))
 	if err := t.routeSides(ctx, st, out); err != nil {
@@ -733,7 +735,7 @@ func (t *task) emitFrom(ctx context.Context, k int, out *Batch) error {
 
 // push runs b through stages[from:] and sends what comes out of the last
 // one downstream.
-func (t *task) push(ctx context.Context, b *Batch, from int) error {
+func (t *task) push(ctx context.Context, b *stream.Batch, from int) error {
 	for k := from; k < len(t.stages); k++ {
 		st := &t.stages[k]
 		st.v.stats.In.Add(int64(b.Len()))
@@ -759,8 +761,9 @@ func (t *task) push(ctx context.Context, b *Batch, from int) error {
 	return t.send(ctx, t.mainOutputs, b)
 }
 
-func (t *task) routeSides(ctx context.Context, st *stage, b *Batch) error {
-	for port, side := range b.sides {
+func (t *task) routeSides(ctx context.Context, st *stage, b *stream.Batch) error {
+	sides := b.Sides()
+	for port, side := range sides {
 		if side.Len() == 0 {
 			continue
 		}
@@ -770,7 +773,7 @@ func (t *task) routeSides(ctx context.Context, st *stage, b *Batch) error {
 				outs = append(outs, o)
 			}
 		}
-		delete(b.sides, port)
+		delete(sides, port)
 		if len(outs) == 0 {
 			continue // nobody reads this side output: dropped, as in Flink
 		}
@@ -782,7 +785,7 @@ func (t *task) routeSides(ctx context.Context, st *stage, b *Batch) error {
 }
 
 // owned returns the stage slot holding b, if b is a batch a stage reuses.
-func (t *task) owned(b *Batch) **Batch {
+func (t *task) owned(b *stream.Batch) **stream.Batch {
 	for k := range t.stages {
 		if t.stages[k].out == b {
 			return &t.stages[k].out
@@ -795,9 +798,9 @@ func (t *task) owned(b *Batch) **Batch {
 // round-robin by batch on a rebalance edge, by key group on a keyed edge.
 // b leaves this goroutine and is read-only from here on (consumers of a
 // fan-out share it), so a stage that owned it gets a new one.
-func (t *task) send(ctx context.Context, outs []*output, b *Batch) error {
+func (t *task) send(ctx context.Context, outs []*output, b *stream.Batch) error {
 	if slot := t.owned(b); slot != nil {
-		*slot = NewBatch(t.job.spec.BatchSize)
+		*slot = stream.NewBatch(t.job.spec.BatchSize)
 	}
 	for _, o := range outs {
 		idx := t.outputIndex(o)
@@ -836,10 +839,10 @@ func (t *task) send(ctx context.Context, outs []*output, b *Batch) error {
 // partition splits b by the key group of each record's key_by key. The
 // parts alias b's bytes (b is read-only now); the key becomes the record's
 // key, which is what keyed operators and state see.
-func (t *task) partition(o *output, b *Batch) ([]*Batch, error) {
+func (t *task) partition(o *output, b *stream.Batch) ([]*stream.Batch, error) {
 	keyBy := o.to.head().node.KeyBy
 	maxP := t.job.spec.MaxParallelism
-	parts := make([]*Batch, o.to.parallelism)
+	parts := make([]*stream.Batch, o.to.parallelism)
 	field := []byte(keyBy)
 	for i := range b.Records {
 		r := b.Records[i]
@@ -852,7 +855,7 @@ func (t *task) partition(o *output, b *Batch) ([]*Batch, error) {
 		}
 		target := state.SubtaskFor(state.KeyGroup(r.Key, maxP), o.to.parallelism, maxP)
 		if parts[target] == nil {
-			parts[target] = NewBatch(b.Len()/o.to.parallelism + 8)
+			parts[target] = stream.NewBatch(b.Len()/o.to.parallelism + 8)
 		}
 		parts[target].AddOwned(r)
 	}
@@ -892,7 +895,7 @@ func (t *task) outputIndex(o *output) int {
 func (t *task) finish(ctx context.Context) error {
 	for k := range t.stages {
 		st := &t.stages[k]
-		out := NewBatch(t.job.spec.BatchSize)
+		out := stream.NewBatch(t.job.spec.BatchSize)
 		if err := st.op.Finish(ctx, out); err != nil {
 			return fmt.Errorf("%s: finish: %w", st.v.node.Name, err)
 		}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/state"
 )
 
@@ -142,7 +143,7 @@ func (t *task) snapshot(ctx context.Context, b *barrier, start time.Time) (Ack, 
 		Subtask: t.subtask, Parallelism: t.chain.parallelism, Watermark: t.wm, Nodes: map[string]nodeSnapshot{}}
 	if t.source != nil {
 		head := t.chain.head()
-		pos, err := t.source.(Checkpointed).Position() // checked at open
+		pos, err := t.source.(stream.Checkpointed).Position() // checked at open
 		if err != nil {
 			return Ack{}, mark(fmt.Errorf("checkpoint %d: source %s: position: %w", b.id, head.node.Name, err), errFatal)
 		}
@@ -206,7 +207,7 @@ func (t *task) restoreSource(v *vertex) error {
 	if t.cp == nil {
 		return nil
 	}
-	src, ok := t.source.(Checkpointed)
+	src, ok := t.source.(stream.Checkpointed)
 	if !ok {
 		return fmt.Errorf("source %s cannot be rewound (its connector does not implement checkpoints): run the job without checkpoints", v.node.Name)
 	}

@@ -1,5 +1,7 @@
-// Package scheduler is Eddy's coordinator: a Raft-replicated record of
-// tenants, modules, workers and jobs, and the leader's loops that act on it.
+// Package scheduler holds Eddy's two cluster processes side by side: the
+// coordinator (a Raft-replicated record of tenants, modules, workers and
+// jobs, and the leader's loops that act on it) and the worker that runs
+// what the leader places.
 //
 // The work is split so that everything that decides is deterministic and
 // testable without a network, and everything that waits or talks lives at the
@@ -14,7 +16,10 @@
 //   - [github.com/eddy-stream/eddy/scheduler/coordinator] is the coordinator
 //     process: a Raft member serving the Control and Cluster gRPC services,
 //     and the leader's loops (liveness, placement, restarts).
+//   - [github.com/eddy-stream/eddy/scheduler/worker] is the worker process:
+//     it registers its slots, heartbeats and runs the deployments the
+//     leader hands it with package dataflow.
 //
-// The gRPC contracts are in proto/; tasks run on workers (see dataflow/ and
-// the worker).
+// The gRPC contracts are in proto/; the checkpoint format both processes
+// read and write is package dataflow/checkpoint.
 package scheduler

@@ -19,6 +19,7 @@ import (
 	"github.com/eddy-stream/eddy/connectors"
 	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/host"
 	"github.com/eddy-stream/eddy/udfs/project/projection"
 )
@@ -47,8 +48,8 @@ type nativeProjection struct {
 	buf []byte
 }
 
-func (n *nativeProjection) Open(context.Context, dataflow.TaskInfo) error { return nil }
-func (n *nativeProjection) Process(_ context.Context, in, out *dataflow.Batch) error {
+func (n *nativeProjection) Open(context.Context, stream.TaskInfo) error { return nil }
+func (n *nativeProjection) Process(_ context.Context, in, out *stream.Batch) error {
 	for i := range in.Records {
 		r := &in.Records[i]
 		v, keep := n.p.Apply(n.buf[:0], r.Value)
@@ -59,8 +60,8 @@ func (n *nativeProjection) Process(_ context.Context, in, out *dataflow.Batch) e
 	}
 	return nil
 }
-func (n *nativeProjection) Finish(context.Context, *dataflow.Batch) error { return nil }
-func (n *nativeProjection) Close() error                                  { return nil }
+func (n *nativeProjection) Finish(context.Context, *stream.Batch) error { return nil }
+func (n *nativeProjection) Close() error                                { return nil }
 
 func benchProjection(root string, records, runs int) error {
 	ctx := context.Background()
@@ -94,8 +95,8 @@ nodes:
     sink: {discard: {}}
 `, records, module, projectionConfig)
 	}
-	natives := map[string]func() dataflow.Operator{
-		"native:projection": func() dataflow.Operator {
+	natives := map[string]func() stream.Operator{
+		"native:projection": func() stream.Operator {
 			p, err := projection.Parse([]byte(`{"fields":["card","amount","country"],"where":{"field":"amount","op":">","value":100}}`))
 			if err != nil {
 				panic(err)
@@ -152,12 +153,12 @@ func benchOperatorOnly(root string, records, runs int) error {
 	if err != nil {
 		return err
 	}
-	if err := gen.Open(ctx, dataflow.TaskInfo{Parallelism: 1}); err != nil {
+	if err := gen.Open(ctx, stream.TaskInfo{Parallelism: 1}); err != nil {
 		return err
 	}
-	var batches []*dataflow.Batch
+	var batches []*stream.Batch
 	for {
-		b := dataflow.NewBatch(jobspec.DefaultBatchSize)
+		b := stream.NewBatch(jobspec.DefaultBatchSize)
 		err := gen.Next(ctx, b, jobspec.DefaultBatchSize)
 		if b.Len() > 0 {
 			batches = append(batches, b)
@@ -178,14 +179,14 @@ func benchOperatorOnly(root string, records, runs int) error {
 
 	type variant struct {
 		label   string
-		process func(in, out *dataflow.Batch) error
+		process func(in, out *stream.Batch) error
 	}
 	p, err := projection.Parse(config)
 	if err != nil {
 		return err
 	}
 	native := &nativeProjection{p: p}
-	variants := []variant{{"(a) native Go", func(in, out *dataflow.Batch) error { return native.Process(ctx, in, out) }}}
+	variants := []variant{{"(a) native Go", func(in, out *stream.Batch) error { return native.Process(ctx, in, out) }}}
 	for _, m := range []struct{ label, file string }{{"(b) C module", "project-c.wasm"}, {"(c) Go module", "project-go.wasm"}} {
 		mod, err := engine.Load(ctx, filepath.Join(root, "udfs/build", m.file))
 		if err != nil {
@@ -199,9 +200,9 @@ func benchOperatorOnly(root string, records, runs int) error {
 		if err := inst.Open(config); err != nil {
 			return err
 		}
-		var out *dataflow.Batch
-		emit := func(recs []dataflow.Record) { out.AddRecords(recs) }
-		variants = append(variants, variant{m.label, func(in, o *dataflow.Batch) error {
+		var out *stream.Batch
+		emit := func(recs []stream.Record) { out.AddRecords(recs) }
+		variants = append(variants, variant{m.label, func(in, o *stream.Batch) error {
 			out = o
 			return inst.Process(in.Records, emit)
 		}})
@@ -209,7 +210,7 @@ func benchOperatorOnly(root string, records, runs int) error {
 	fmt.Printf("operator only: projection over %d pre-generated batches of %d records, median of %d runs\n", len(batches), jobspec.DefaultBatchSize, runs)
 	perRecord := make([]float64, len(variants))
 	for i, v := range variants {
-		out := dataflow.NewBatch(jobspec.DefaultBatchSize)
+		out := stream.NewBatch(jobspec.DefaultBatchSize)
 		var samples []float64
 		for r := 0; r < runs; r++ {
 			start := time.Now()

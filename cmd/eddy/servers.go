@@ -21,7 +21,7 @@ import (
 	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/dataflow/window"
-	"github.com/eddy-stream/eddy/dataflow/worker"
+	"github.com/eddy-stream/eddy/scheduler/worker"
 	"github.com/eddy-stream/eddy/host"
 	"github.com/eddy-stream/eddy/scheduler/coordinator"
 )

@@ -13,8 +13,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/sdk/go/jsonscan"
 )
 
@@ -60,7 +60,7 @@ func SinkConfigFromSpec(spec *jobspec.KafkaSinkSpec) (SinkConfig, error) {
 }
 
 // Sink is one parallel instance of a Kafka sink. It implements
-// dataflow.Sink and dataflow.Transactional.
+// stream.Sink and stream.Transactional.
 //
 // At-least-once: an idempotent producer; PreCommit flushes, so that a
 // completed checkpoint's records are in Kafka. After a failure, what was
@@ -91,7 +91,7 @@ type Sink struct {
 	cfg      SinkConfig
 	log      *slog.Logger
 	keyField []byte
-	info     dataflow.TaskInfo
+	info     stream.TaskInfo
 	prefix   string
 	eos      bool // exactly-once in effect: cfg.ExactlyOnce and checkpointing
 
@@ -135,8 +135,8 @@ func txnID(prefix string, subtask int, seq int64) string {
 }
 
 var (
-	_ dataflow.Sink          = (*Sink)(nil)
-	_ dataflow.Transactional = (*Sink)(nil)
+	_ stream.Sink          = (*Sink)(nil)
+	_ stream.Transactional = (*Sink)(nil)
 )
 
 // NewSink returns a sink for cfg; it connects in Open.
@@ -163,7 +163,7 @@ func NewSink(cfg SinkConfig) (*Sink, error) {
 
 // Open connects and checks that the topic exists, retrying with backoff
 // while no broker answers.
-func (s *Sink) Open(ctx context.Context, info dataflow.TaskInfo) error {
+func (s *Sink) Open(ctx context.Context, info stream.TaskInfo) error {
 	s.info = info
 	s.eos = s.cfg.ExactlyOnce && info.Checkpointing
 	s.prefix = s.cfg.TransactionalIDPrefix
@@ -193,7 +193,7 @@ func (s *Sink) Open(ctx context.Context, info dataflow.TaskInfo) error {
 
 // Write produces b's records asynchronously; the producer's buffer bounds
 // what is in flight (Produce blocks when it is full).
-func (s *Sink) Write(ctx context.Context, b *dataflow.Batch) error {
+func (s *Sink) Write(ctx context.Context, b *stream.Batch) error {
 	if err := s.produceErr(); err != nil {
 		return err
 	}
@@ -242,7 +242,7 @@ func (s *Sink) Write(ctx context.Context, b *dataflow.Batch) error {
 			buf = append(buf, key...)
 			rec.Key = buf[start:len(buf):len(buf)]
 		}
-		if r.Timestamp != dataflow.NoTimestamp {
+		if r.Timestamp != stream.NoTimestamp {
 			rec.Timestamp = time.UnixMilli(r.Timestamp)
 		}
 		if len(r.Headers) > 0 {

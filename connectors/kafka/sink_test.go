@@ -11,7 +11,7 @@ import (
 
 	"github.com/eddy-stream/eddy/connectors/kafka"
 	"github.com/eddy-stream/eddy/connectors/kafka/kafkatest"
-	"github.com/eddy-stream/eddy/dataflow"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 )
 
 // committed is the sorted values read_committed sees in topic.
@@ -22,10 +22,10 @@ func committed(t *testing.T, br *kafkatest.Broker, topic string) []string {
 	return v
 }
 
-func batchOf(vals ...string) *dataflow.Batch {
-	b := dataflow.NewBatch(len(vals))
+func batchOf(vals ...string) *stream.Batch {
+	b := stream.NewBatch(len(vals))
 	for _, v := range vals {
-		b.AddRecord(&dataflow.Record{Key: []byte("k" + v), Value: []byte(v), Timestamp: 1_700_000_000_000})
+		b.AddRecord(&stream.Record{Key: []byte("k" + v), Value: []byte(v), Timestamp: 1_700_000_000_000})
 	}
 	return b
 }
@@ -40,7 +40,7 @@ func openSink(t *testing.T, br *kafkatest.Broker, cfg kafka.SinkConfig, subtask,
 	if err != nil {
 		t.Fatal(err)
 	}
-	info := dataflow.TaskInfo{Job: "j", JobID: "j-1", Node: "out", Subtask: subtask, Parallelism: par, Checkpointing: checkpointing}
+	info := stream.TaskInfo{Job: "j", JobID: "j-1", Node: "out", Subtask: subtask, Parallelism: par, Checkpointing: checkpointing}
 	if err := s.Open(context.Background(), info); err != nil {
 		t.Fatal(err)
 	}
@@ -166,9 +166,9 @@ func TestSinkAtLeastOnce(t *testing.T) {
 	ctx := context.Background()
 	s := openSink(t, br, kafka.SinkConfig{}, 0, 1, true)
 	must(t, s.Abort(ctx, nil))
-	b := dataflow.NewBatch(1)
-	b.AddRecord(&dataflow.Record{Key: []byte("k1"), Value: []byte(`{"v":1}`), Timestamp: 1_700_000_000_123,
-		Headers: []dataflow.Header{{Key: "h", Value: []byte("x")}}})
+	b := stream.NewBatch(1)
+	b.AddRecord(&stream.Record{Key: []byte("k1"), Value: []byte(`{"v":1}`), Timestamp: 1_700_000_000_123,
+		Headers: []stream.Header{{Key: "h", Value: []byte("x")}}})
 	must(t, s.Write(ctx, b))
 	_, err := s.PreCommit(ctx, 1)
 	must(t, err)
@@ -178,17 +178,17 @@ func TestSinkAtLeastOnce(t *testing.T) {
 	}
 
 	k := openSink(t, br, kafka.SinkConfig{Topic: "keyed", KeyField: "card"}, 0, 1, false)
-	b = dataflow.NewBatch(2)
-	b.AddRecord(&dataflow.Record{Value: []byte(`{"card":"c-7","n":1}`), Timestamp: dataflow.NoTimestamp})
-	b.AddRecord(&dataflow.Record{Value: []byte(`{"n":2,"card":42}`), Timestamp: dataflow.NoTimestamp})
+	b = stream.NewBatch(2)
+	b.AddRecord(&stream.Record{Value: []byte(`{"card":"c-7","n":1}`), Timestamp: stream.NoTimestamp})
+	b.AddRecord(&stream.Record{Value: []byte(`{"n":2,"card":42}`), Timestamp: stream.NoTimestamp})
 	must(t, k.Write(ctx, b))
 	must(t, k.Finish(ctx))
 	got = br.ReadCommitted(t, "keyed", "%k|%s")
 	if want := []string{`c-7|{"card":"c-7","n":1}`, `42|{"n":2,"card":42}`}; !slices.Equal(got, want) {
 		t.Fatalf("read %q, want %q", got, want)
 	}
-	b = dataflow.NewBatch(1)
-	b.AddRecord(&dataflow.Record{Value: []byte(`{"n":3}`)})
+	b = stream.NewBatch(1)
+	b.AddRecord(&stream.Record{Value: []byte(`{"n":3}`)})
 	if err := k.Write(ctx, b); err == nil || !strings.Contains(err.Error(), `key_field: record has no field "card"`) {
 		t.Fatalf("record without the key field: err = %v", err)
 	}
@@ -199,7 +199,7 @@ func TestSinkUnknownTopic(t *testing.T) {
 	s, err := kafka.NewSink(kafka.SinkConfig{Brokers: br.Addrs(), Topic: "nope"})
 	must(t, err)
 	defer s.Close()
-	err = s.Open(context.Background(), dataflow.TaskInfo{Job: "j", Node: "out", Parallelism: 1})
+	err = s.Open(context.Background(), stream.TaskInfo{Job: "j", Node: "out", Parallelism: 1})
 	if err == nil || !strings.Contains(err.Error(), `kafka sink: kafka: unknown topic "nope"`) {
 		t.Fatalf("err = %v", err)
 	}
@@ -216,7 +216,7 @@ func TestSinkUnreachableBroker(t *testing.T) {
 	s, err := kafka.NewSink(kafka.SinkConfig{Brokers: []string{addr}, Topic: "out", OpenTimeout: 1500 * time.Millisecond})
 	must(t, err)
 	start := time.Now()
-	err = s.Open(context.Background(), dataflow.TaskInfo{Job: "j", Node: "out", Parallelism: 1})
+	err = s.Open(context.Background(), stream.TaskInfo{Job: "j", Node: "out", Parallelism: 1})
 	s.Close()
 	if err == nil || !strings.Contains(err.Error(), "metadata from ["+addr+"]") {
 		t.Fatalf("err = %v", err)
@@ -235,6 +235,6 @@ func TestSinkUnreachableBroker(t *testing.T) {
 		time.Sleep(time.Second)
 		up <- br.TryStart()
 	}()
-	must(t, s.Open(context.Background(), dataflow.TaskInfo{Job: "j", Node: "out", Parallelism: 1}))
+	must(t, s.Open(context.Background(), stream.TaskInfo{Job: "j", Node: "out", Parallelism: 1}))
 	must(t, <-up)
 }

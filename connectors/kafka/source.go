@@ -19,8 +19,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
-	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 )
 
 // ErrBadPosition marks a position given to Seek that Position did not write.
@@ -131,11 +131,11 @@ func (e *noMatchError) Error() string {
 func (e *noMatchError) Unwrap() error { return ErrUnknownTopic }
 
 // Source is one parallel instance of a Kafka source. It implements
-// dataflow.Source and dataflow.Checkpointed: its position is the next
+// stream.Source and stream.Checkpointed: its position is the next
 // offset of each partition it owns.
 //
-// It is also a dataflow.SplitSource, each owned partition a split (so
-// event time is kept per partition), and a dataflow.CheckpointListener
+// It is also a stream.SplitSource, each owned partition a split (so
+// event time is kept per partition), and a stream.CheckpointListener
 // that commits the offsets of completed checkpoints to cfg.Group.
 type Source struct {
 	cfg    SourceConfig
@@ -191,17 +191,17 @@ func NewSource(cfg SourceConfig) (*Source, error) {
 }
 
 var (
-	_ dataflow.Source             = (*Source)(nil)
-	_ dataflow.Checkpointed       = (*Source)(nil)
-	_ dataflow.SplitSource        = (*Source)(nil)
-	_ dataflow.CheckpointListener = (*Source)(nil)
-	_ dataflow.PendingReporter    = (*Source)(nil)
+	_ stream.Source             = (*Source)(nil)
+	_ stream.Checkpointed       = (*Source)(nil)
+	_ stream.SplitSource        = (*Source)(nil)
+	_ stream.CheckpointListener = (*Source)(nil)
+	_ stream.PendingReporter    = (*Source)(nil)
 )
 
 // Open connects, finds the partitions this subtask owns and resolves the
 // start offsets. Partitions added later, and topics created later that
 // topic_pattern matches, are found by Next every DiscoveryInterval.
-func (s *Source) Open(ctx context.Context, info dataflow.TaskInfo) error {
+func (s *Source) Open(ctx context.Context, info stream.TaskInfo) error {
 	subtask, par := info.Subtask, info.Parallelism
 	if par == 0 {
 		par = 1
@@ -283,7 +283,7 @@ func (s *Source) learnEnds(ctx context.Context, parts []tp) {
 	}
 }
 
-// PendingRecords implements dataflow.PendingReporter: the records between
+// PendingRecords implements stream.PendingReporter: the records between
 // the position and the end of each partition, summed, once every
 // partition's end is known.
 func (s *Source) PendingRecords() (int64, bool) {
@@ -550,7 +550,7 @@ func (s *Source) listOffsets(ctx context.Context, parts []tp, ts int64) (map[tp]
 
 // Next appends up to max records. It waits at most pollWait for records
 // and may return none.
-func (s *Source) Next(ctx context.Context, b *dataflow.Batch, maxRecords int) error {
+func (s *Source) Next(ctx context.Context, b *stream.Batch, maxRecords int) error {
 	if s.client == nil {
 		return errors.New("kafka source: not open")
 	}
@@ -636,7 +636,7 @@ func (s *Source) Next(ctx context.Context, b *dataflow.Batch, maxRecords int) er
 			if r.Attrs.IsControl() {
 				continue // a transaction marker: kept only to move the position past it
 			}
-			rec := dataflow.Record{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp.UnixMilli()}
+			rec := stream.Record{Key: r.Key, Value: r.Value, Timestamp: r.Timestamp.UnixMilli()}
 			if skip {
 				if rec.Timestamp < s.cfg.StartMillis {
 					continue
@@ -645,9 +645,9 @@ func (s *Source) Next(ctx context.Context, b *dataflow.Batch, maxRecords int) er
 				delete(s.skipBefore, p)
 			}
 			if len(r.Headers) > 0 {
-				rec.Headers = make([]dataflow.Header, len(r.Headers))
+				rec.Headers = make([]stream.Header, len(r.Headers))
 				for i, h := range r.Headers {
-					rec.Headers[i] = dataflow.Header{Key: h.Key, Value: h.Value}
+					rec.Headers[i] = stream.Header{Key: h.Key, Value: h.Value}
 				}
 			}
 			b.AddRecord(&rec)

@@ -18,8 +18,8 @@ import (
 
 	"github.com/eddy-stream/eddy/connectors/kafka"
 	"github.com/eddy-stream/eddy/connectors/kafka/kafkatest"
-	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 )
 
 var baseTime = time.UnixMilli(1767225600000) // 2026-01-01T00:00:00Z
@@ -75,7 +75,7 @@ func open(t *testing.T, brokers []string, topics []string, start string, subtask
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := src.Open(context.Background(), dataflow.TaskInfo{Subtask: subtask, Parallelism: par}); err != nil {
+	if err := src.Open(context.Background(), stream.TaskInfo{Subtask: subtask, Parallelism: par}); err != nil {
 		t.Fatalf("open: %v", err)
 	}
 	t.Cleanup(func() { src.Close() })
@@ -84,15 +84,15 @@ func open(t *testing.T, brokers []string, topics []string, start string, subtask
 
 // read calls Next until n records arrived (max per call), then checks that
 // nothing more arrives for a moment.
-func read(t *testing.T, src *kafka.Source, n, max int) []dataflow.Record {
+func read(t *testing.T, src *kafka.Source, n, max int) []stream.Record {
 	t.Helper()
-	var out []dataflow.Record
+	var out []stream.Record
 	deadline := time.Now().Add(20 * time.Second)
 	for len(out) < n {
 		if time.Now().After(deadline) {
 			t.Fatalf("read %d records, want %d", len(out), n)
 		}
-		b := dataflow.NewBatch(max)
+		b := stream.NewBatch(max)
 		if err := src.Next(context.Background(), b, max); err != nil {
 			t.Fatalf("next: %v", err)
 		}
@@ -110,7 +110,7 @@ func read(t *testing.T, src *kafka.Source, n, max int) []dataflow.Record {
 func expectNothing(t *testing.T, src *kafka.Source) {
 	t.Helper()
 	for range 3 {
-		b := dataflow.NewBatch(10)
+		b := stream.NewBatch(10)
 		if err := src.Next(context.Background(), b, 10); err != nil {
 			t.Fatal(err)
 		}
@@ -120,7 +120,7 @@ func expectNothing(t *testing.T, src *kafka.Source) {
 	}
 }
 
-func values(recs []dataflow.Record) []string {
+func values(recs []stream.Record) []string {
 	var vs []string
 	for _, r := range recs {
 		vs = append(vs, string(r.Value))
@@ -171,7 +171,7 @@ func TestSourceSeveralTopicsAndParallelismAbovePartitions(t *testing.T) {
 	br := kafkatest.Start(t, kafkatest.Options{Topics: map[string]int{"a": 1, "b": 2}})
 	produce(t, br.Addrs(), "a", 1, 0, 10)
 	produce(t, br.Addrs(), "b", 2, 10, 10)
-	var all []dataflow.Record
+	var all []stream.Record
 	// a/0, b/0 → subtask 0; b/1 → subtask 1; subtask 2 owns nothing.
 	want := []int{15, 5, 0}
 	for sub := range 3 {
@@ -243,7 +243,7 @@ func TestSourceUnknownTopic(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	err = src.Open(context.Background(), dataflow.TaskInfo{})
+	err = src.Open(context.Background(), stream.TaskInfo{})
 	if !errors.Is(err, kafka.ErrUnknownTopic) || !strings.Contains(err.Error(), `"nope"`) {
 		t.Fatalf("open = %v, want ErrUnknownTopic naming nope", err)
 	}
@@ -259,7 +259,7 @@ func TestSourceUnreachableBrokerTimesOut(t *testing.T) {
 	}
 	defer src.Close()
 	start := time.Now()
-	if err := src.Open(context.Background(), dataflow.TaskInfo{}); err == nil {
+	if err := src.Open(context.Background(), stream.TaskInfo{}); err == nil {
 		t.Fatal("open against a stopped broker succeeded")
 	} else if d := time.Since(start); d < 900*time.Millisecond || d > 10*time.Second {
 		t.Fatalf("open gave up after %v (want about the 1 s timeout): %v", d, err)
@@ -278,7 +278,7 @@ func TestSourceUnreachableBrokerTimesOut(t *testing.T) {
 		time.Sleep(time.Second)
 		started <- br.TryStart()
 	}()
-	if err := src2.Open(context.Background(), dataflow.TaskInfo{}); err != nil {
+	if err := src2.Open(context.Background(), stream.TaskInfo{}); err != nil {
 		t.Fatalf("open while the broker starts: %v", err)
 	}
 	if err := <-started; err != nil {
@@ -341,7 +341,7 @@ func openCfg(t *testing.T, cfg kafka.SourceConfig, subtask, par int) *kafka.Sour
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := src.Open(context.Background(), dataflow.TaskInfo{Subtask: subtask, Parallelism: par}); err != nil {
+	if err := src.Open(context.Background(), stream.TaskInfo{Subtask: subtask, Parallelism: par}); err != nil {
 		t.Fatalf("open: %v", err)
 	}
 	t.Cleanup(func() { src.Close() })
@@ -474,7 +474,7 @@ func TestSourceTopicPattern(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src.Close()
-	err = src.Open(context.Background(), dataflow.TaskInfo{})
+	err = src.Open(context.Background(), stream.TaskInfo{})
 	if !errors.Is(err, kafka.ErrUnknownTopic) || err.Error() != `kafka source: no topic matches pattern "order"` {
 		t.Fatalf("open = %v, want ErrUnknownTopic: no topic matches", err)
 	}
@@ -767,15 +767,15 @@ func TestSourcePendingRecords(t *testing.T) {
 }
 
 // readToEnd calls Next until it returns io.EOF, failing after 20 s.
-func readToEnd(t *testing.T, src *kafka.Source) []dataflow.Record {
+func readToEnd(t *testing.T, src *kafka.Source) []stream.Record {
 	t.Helper()
-	var out []dataflow.Record
+	var out []stream.Record
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if time.Now().After(deadline) {
 			t.Fatalf("no end after %d records", len(out))
 		}
-		b := dataflow.NewBatch(100)
+		b := stream.NewBatch(100)
 		err := src.Next(context.Background(), b, 100)
 		out = append(out, b.Records...)
 		if errors.Is(err, io.EOF) {

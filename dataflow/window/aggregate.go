@@ -6,8 +6,8 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/sdk/go/jsonscan"
 )
 
@@ -48,7 +48,7 @@ type aggregates struct {
 	val []float64
 	ok  []bool
 	// cur is the record being added (read sets it).
-	cur *dataflow.Record
+	cur *stream.Record
 
 	// At most one of udf and apply is set, and then list is empty: a Wasm
 	// aggregate folds records into an accumulator of its own, a window
@@ -107,7 +107,7 @@ func parseAggregates(builtins []string) (*aggregates, error) {
 
 // read looks up the fields of a record's value. jsonscan rather than
 // encoding/json: this runs once per record and must not allocate.
-func (a *aggregates) read(r *dataflow.Record) {
+func (a *aggregates) read(r *stream.Record) {
 	a.cur = r
 	for i, f := range a.fields {
 		raw, st := jsonscan.Lookup(r.Value, f)

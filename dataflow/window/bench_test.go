@@ -7,8 +7,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/host"
 )
 
@@ -77,7 +77,7 @@ func benchSliding(b *testing.B, keys int, node *jobspec.Node, modules map[string
 		b.Run(bk.name, func(b *testing.B) {
 			h := newHarnessWith(b, bk.open(b), node, modules)
 			ctx := context.Background()
-			in := dataflow.NewBatch(batchSize)
+			in := stream.NewBatch(batchSize)
 			ts, n, fired := int64(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC).UnixMilli()), 0, 0
 			batch := func() {
 				in.Reset()

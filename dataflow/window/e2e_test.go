@@ -18,6 +18,7 @@ import (
 	"github.com/eddy-stream/eddy/connectors"
 	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/dataflow/window"
 	"github.com/eddy-stream/eddy/state"
 )
@@ -63,7 +64,7 @@ func regenerate(t *testing.T, spec *jobspec.Spec, subtask, parallelism int) []so
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	if err := src.Open(ctx, dataflow.TaskInfo{Subtask: subtask, Parallelism: parallelism}); err != nil {
+	if err := src.Open(ctx, stream.TaskInfo{Subtask: subtask, Parallelism: parallelism}); err != nil {
 		t.Fatal(err)
 	}
 	defer src.Close()
@@ -71,7 +72,7 @@ func regenerate(t *testing.T, spec *jobspec.Spec, subtask, parallelism int) []so
 	var out []sourceBatch
 	maxTs, wm := int64(math.MinInt64), int64(math.MinInt64)
 	for {
-		b := dataflow.NewBatch(spec.BatchSize)
+		b := stream.NewBatch(spec.BatchSize)
 		err := src.Next(ctx, b, spec.BatchSize)
 		if b.Len() > 0 {
 			sb := sourceBatch{wm: math.MinInt64}

@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/eddy-stream/eddy/dataflow"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/state"
 )
 
@@ -109,7 +109,7 @@ func (o *Operator) paneEnd(p int64) int64 {
 // addFixed adds the current record to its pane, unless all its windows are
 // gone, and fires again those of its windows that fired already. It
 // reports whether the record was kept.
-func (o *Operator) addFixed(r *dataflow.Record, out *dataflow.Batch) (bool, error) {
+func (o *Operator) addFixed(r *stream.Record, out *stream.Batch) (bool, error) {
 	ts := r.Timestamp
 	pane, latest := o.paneOf(ts)
 	// The latest window over ts ends last: when it is gone, all are.
@@ -147,7 +147,7 @@ func (o *Operator) addFixed(r *dataflow.Record, out *dataflow.Batch) (bool, erro
 // EventTimeTrigger.onElement; latest first, as SlidingEventTimeWindows
 // lists them. It reads the panes under them once, with gets rather than a
 // scan, which would allocate.
-func (o *Operator) refire(key []byte, pane, latest int64, out *dataflow.Batch) error {
+func (o *Operator) refire(key []byte, pane, latest int64, out *stream.Batch) error {
 	earliest := o.earliestOver(pane)
 	if earliest+o.size-1 > o.wm {
 		return nil // none has fired: the usual case

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"math"
 
-	"github.com/eddy-stream/eddy/dataflow"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/state"
 )
 
@@ -74,7 +74,7 @@ func (o *Operator) appendSession(dst []byte, start, end int64, a *accum) []byte 
 // TimeWindow.intersects, then mergeWindows). As Flink, lateness is judged
 // on the merged session: a record whose own session would be late is kept
 // when it extends or bridges a session still kept.
-func (o *Operator) addSession(r *dataflow.Record, out *dataflow.Batch) (bool, error) {
+func (o *Operator) addSession(r *stream.Record, out *stream.Batch) (bool, error) {
 	ts := r.Timestamp
 	start, end := ts, ts+o.gap
 	if ts > math.MaxInt64-o.gap {

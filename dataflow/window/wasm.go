@@ -14,8 +14,8 @@ import (
 	"slices"
 
 	"github.com/eddy-stream/eddy/abi"
-	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/host"
 )
 
@@ -50,7 +50,7 @@ func newWasmModule(n *jobspec.Node, w *jobspec.WasmSpec, modules map[string]*hos
 	return wasmModule{module: m, ref: w.Module, config: b}, nil
 }
 
-func (w *wasmModule) open(ctx context.Context, info dataflow.TaskInfo) error {
+func (w *wasmModule) open(ctx context.Context, info stream.TaskInfo) error {
 	inst, err := w.module.NewInstance(ctx, host.InstanceConfig{
 		Name: fmt.Sprintf("%s/%s[%d]", info.Job, info.Node, info.Subtask),
 	})
@@ -86,7 +86,7 @@ type udfAggregate struct {
 	other [1][]byte
 }
 
-func (u *udfAggregate) open(ctx context.Context, info dataflow.TaskInfo) error {
+func (u *udfAggregate) open(ctx context.Context, info stream.TaskInfo) error {
 	if err := u.wasmModule.open(ctx, info); err != nil {
 		return err
 	}
@@ -105,7 +105,7 @@ func (u *udfAggregate) of(a *accum) []byte {
 	return u.zero
 }
 
-func (u *udfAggregate) add(a *accum, r *dataflow.Record) error {
+func (u *udfAggregate) add(a *accum, r *stream.Record) error {
 	u.one[0] = *r
 	res, err := u.inst.AggAdd(u.of(a), u.one[:])
 	u.one[0] = abi.Record{}
@@ -149,12 +149,12 @@ type windowFunction struct {
 	batch []abi.Record // the window handed to the module: descriptor, elements
 	desc  [abi.WindowDescriptorLen]byte
 	data  []byte // the elements' bytes, which batch aliases
-	out   *dataflow.Batch
+	out   *stream.Batch
 	end   int64
 	emit  func([]abi.Record)
 }
 
-func (f *windowFunction) open(ctx context.Context, info dataflow.TaskInfo) error {
+func (f *windowFunction) open(ctx context.Context, info stream.TaskInfo) error {
 	f.emit = func(recs []abi.Record) {
 		for k := range recs {
 			r := recs[k]
@@ -169,7 +169,7 @@ func (f *windowFunction) open(ctx context.Context, info dataflow.TaskInfo) error
 // key length, key, uvarint header count, per header uvarint key length, key,
 // uvarint value length, value; then the value, to the end.
 
-func appendElem(dst []byte, r *dataflow.Record) []byte {
+func appendElem(dst []byte, r *stream.Record) []byte {
 	dst = binary.AppendVarint(dst, r.Timestamp)
 	dst = binary.AppendUvarint(dst, uint64(len(r.Key)))
 	dst = append(dst, r.Key...)
@@ -244,7 +244,7 @@ func (o *Operator) elemsNS(p int64) []byte {
 // applyWindow hands window [start, end) of key to the window function: the
 // elements of its panes (fixed windows) or those of the key's list with a
 // timestamp inside it (sessions; global windows take all).
-func (o *Operator) applyWindow(out *dataflow.Batch, key []byte, start, end int64) error {
+func (o *Operator) applyWindow(out *stream.Batch, key []byte, start, end int64) error {
 	f := o.aggs.apply
 	f.data = f.data[:0]
 	var offs []int // element boundaries in data

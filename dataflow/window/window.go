@@ -8,8 +8,8 @@ import (
 	"math"
 
 	"github.com/eddy-stream/eddy/abi"
-	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/host"
 	"github.com/eddy-stream/eddy/sdk/go/jsonscan"
 	"github.com/eddy-stream/eddy/state"
@@ -42,7 +42,7 @@ const (
 )
 
 // Operator is the window operator of one subtask. It implements
-// dataflow.Operator and dataflow.WatermarkOperator; it is exported for its
+// stream.Operator and stream.WatermarkOperator; it is exported for its
 // counters, not to be built other than by New.
 type Operator struct {
 	node     string
@@ -80,7 +80,7 @@ type Operator struct {
 	later     []laterTimer
 	laterKeys []byte
 
-	out *dataflow.Batch // where timers emit, during ProcessWatermark
+	out *stream.Batch // where timers emit, during ProcessWatermark
 	// onTimer and onPaneEntry are o.fire and o.mergeEntry, bound once: a
 	// method value taken at each use would allocate.
 	onTimer     func(state.Timer) error
@@ -94,14 +94,14 @@ type session struct {
 }
 
 var (
-	_ dataflow.Operator          = (*Operator)(nil)
-	_ dataflow.WatermarkOperator = (*Operator)(nil)
+	_ stream.Operator          = (*Operator)(nil)
+	_ stream.WatermarkOperator = (*Operator)(nil)
 )
 
 // New builds the operator of window node n of spec. Its signature is
 // dataflow.Options.WindowOperator's; modules holds the node's loaded
 // modules by reference, for a Wasm aggregate or window function.
-func New(spec *jobspec.Spec, n *jobspec.Node, modules map[string]*host.Module) (dataflow.Operator, error) {
+func New(spec *jobspec.Spec, n *jobspec.Node, modules map[string]*host.Module) (stream.Operator, error) {
 	w, a := n.Window, n.Aggregate
 	if w == nil {
 		return nil, fmt.Errorf("node %s: not a window node", n.Name)
@@ -213,11 +213,12 @@ func newAggregates(n *jobspec.Node, modules map[string]*host.Module) (*aggregate
 
 // Open takes the subtask's keyed state, where accumulators and timers live,
 // and starts the instance of a Wasm aggregate or window function.
-func (o *Operator) Open(ctx context.Context, info dataflow.TaskInfo) error {
-	if info.State == nil {
+func (o *Operator) Open(ctx context.Context, info stream.TaskInfo) error {
+	st, ok := info.State.(state.Store)
+	if !ok {
 		return fmt.Errorf("node %s: window has no keyed state (it needs key_by)", o.node)
 	}
-	o.store = info.State
+	o.store = st
 	o.wm = math.MinInt64
 	switch {
 	case o.aggs.udf != nil:
@@ -230,10 +231,10 @@ func (o *Operator) Open(ctx context.Context, info dataflow.TaskInfo) error {
 
 // Process adds each record to its windows. Results of windows that
 // already fired (late records within allowed lateness) go to out at once.
-func (o *Operator) Process(_ context.Context, in, out *dataflow.Batch) error {
+func (o *Operator) Process(_ context.Context, in, out *stream.Batch) error {
 	for i := range in.Records {
 		r := &in.Records[i]
-		if r.Timestamp == dataflow.NoTimestamp {
+		if r.Timestamp == stream.NoTimestamp {
 			return fmt.Errorf("node %s: record with key %q has no event time, which windows need (set event_time on the source)", o.node, r.Key)
 		}
 		o.aggs.read(r)
@@ -265,7 +266,7 @@ func (o *Operator) Process(_ context.Context, in, out *dataflow.Batch) error {
 
 // ProcessWatermark fires and cleans up the windows whose timers are due, in
 // timer order.
-func (o *Operator) ProcessWatermark(_ context.Context, wm int64, out *dataflow.Batch) error {
+func (o *Operator) ProcessWatermark(_ context.Context, wm int64, out *stream.Batch) error {
 	if wm <= o.wm {
 		return nil
 	}
@@ -289,7 +290,7 @@ func (o *Operator) ProcessWatermark(_ context.Context, wm int64, out *dataflow.B
 // and a global window's partial count is not a result (see the package
 // doc). A Wasm module's eddy_close runs here; what a window function emits
 // then goes out with no timestamp of a window.
-func (o *Operator) Finish(_ context.Context, out *dataflow.Batch) error {
+func (o *Operator) Finish(_ context.Context, out *stream.Batch) error {
 	switch {
 	case o.aggs.udf != nil:
 		return o.aggs.udf.inst.Finish(nil)
@@ -393,7 +394,7 @@ func floorDiv(a, b int64) int64 {
 
 // addGlobal counts the record into its key's pane, firing and purging the
 // pane at the trigger count.
-func (o *Operator) addGlobal(r *dataflow.Record, out *dataflow.Batch) error {
+func (o *Operator) addGlobal(r *stream.Record, out *stream.Batch) error {
 	if _, err := o.loadAcc(stateAcc, r.Key, nil, &o.acc); err != nil {
 		return fmt.Errorf("node %s: key %q: state: %w", o.node, r.Key, err)
 	}
@@ -460,7 +461,7 @@ func (o *Operator) storeAcc(name string, key, ns []byte, a *accum) error {
 
 // emit sends the result of window [start, end) of key, whose accumulator
 // is a: its JSON result, or what its window function makes of it.
-func (o *Operator) emit(out *dataflow.Batch, key []byte, start, end int64, a *accum) error {
+func (o *Operator) emit(out *stream.Batch, key []byte, start, end int64, a *accum) error {
 	if o.aggs.apply != nil {
 		if err := o.applyWindow(out, key, start, end); err != nil {
 			return fmt.Errorf("node %s: key %q: window [%d,%d): %w", o.node, key, start, end, err)

@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/dataflow/window"
 	"github.com/eddy-stream/eddy/host"
 	"github.com/eddy-stream/eddy/state"
@@ -82,7 +82,7 @@ func windowNode(w *jobspec.WindowSpec, aggs ...string) *jobspec.Node {
 type harness struct {
 	t     testing.TB
 	op    *window.Operator
-	out   *dataflow.Batch
+	out   *stream.Batch
 	late  string
 	store state.Store
 	scope state.Scope
@@ -107,10 +107,10 @@ func newHarnessWith(t testing.TB, b state.Backend, node *jobspec.Node, modules m
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	if err := op.Open(context.Background(), dataflow.TaskInfo{Job: "test", Node: node.Name, Parallelism: 1, MaxParallelism: 128, KeyGroups: state.Range{Start: 0, End: 128}, State: st}); err != nil {
+	if err := op.Open(context.Background(), stream.TaskInfo{Job: "test", Node: node.Name, Parallelism: 1, MaxParallelism: 128, KeyGroups: stream.KeyGroupRange{Start: 0, End: 128}, State: st}); err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, op: op.(*window.Operator), out: dataflow.NewBatch(16), store: st, scope: scope}
+	h := &harness{t: t, op: op.(*window.Operator), out: stream.NewBatch(16), store: st, scope: scope}
 	if node.Window.LateOutput != "" {
 		h.late = node.Window.LateOutput
 	}
@@ -133,13 +133,13 @@ type step struct {
 }
 
 // result renders an emitted record as "key@ts value".
-func result(r *dataflow.Record) string { return fmt.Sprintf("%s@%d %s", r.Key, r.Timestamp, r.Value) }
+func result(r *stream.Record) string { return fmt.Sprintf("%s@%d %s", r.Key, r.Timestamp, r.Value) }
 
 func (h *harness) run(s step) (got, late []string, err error) {
 	h.out.Reset()
 	ctx := context.Background()
 	if s.recs != nil {
-		b := dataflow.NewBatch(len(s.recs))
+		b := stream.NewBatch(len(s.recs))
 		for _, r := range s.recs {
 			b.Add([]byte(r.key), []byte(r.value), r.ts)
 		}
@@ -389,7 +389,7 @@ func TestOperator(t *testing.T) {
 				if got := h.op.Dropped(); got != tc.dropped {
 					t.Errorf("dropped %d records, want %d", got, tc.dropped)
 				}
-				out := dataflow.NewBatch(1)
+				out := stream.NewBatch(1)
 				if err := h.op.Finish(context.Background(), out); err != nil || out.Len() != 0 {
 					t.Errorf("Finish: %d records, err %v; want none", out.Len(), err)
 				}
@@ -430,8 +430,8 @@ func TestNewErrors(t *testing.T) {
 func TestRecordWithoutEventTimeFails(t *testing.T) {
 	for _, w := range []*jobspec.WindowSpec{tumbling(10), sessionGap(10), globalCount(2)} {
 		h := newHarness(t, backends[0].open(t), windowNode(w, "count"))
-		b := dataflow.NewBatch(1)
-		b.Add([]byte("a"), []byte(`{}`), dataflow.NoTimestamp)
+		b := stream.NewBatch(1)
+		b.Add([]byte("a"), []byte(`{}`), stream.NoTimestamp)
 		err := h.op.Process(context.Background(), b, h.out)
 		if err == nil || !strings.Contains(err.Error(), "node per_key: record with key \"a\" has no event time") {
 			t.Errorf("err = %v, want one naming the node and saying the record has no event time", err)
@@ -444,7 +444,7 @@ func TestOpenWithoutStateFails(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := op.Open(context.Background(), dataflow.TaskInfo{Node: "per_key"}); err == nil || !strings.Contains(err.Error(), "needs key_by") {
+	if err := op.Open(context.Background(), stream.TaskInfo{Node: "per_key"}); err == nil || !strings.Contains(err.Error(), "needs key_by") {
 		t.Fatalf("err = %v, want one saying the window needs key_by", err)
 	}
 }
@@ -469,7 +469,7 @@ func TestProcessDoesNotAllocate(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t, backends[0].open(t), windowNode(tc.w, "count", "sum(amount)", "min(amount)", "max(amount)", "avg(amount)"))
-			b := dataflow.NewBatch(256)
+			b := stream.NewBatch(256)
 			for i := range 256 {
 				b.Add(fmt.Appendf(nil, "card-%d", i%16), fmt.Appendf(nil, `{"card":"card-%d","amount":%d.25}`, i%16, i), int64(i*100))
 			}
@@ -512,7 +512,7 @@ func TestCorruptStateFails(t *testing.T) {
 			if err := h.store.ValuePut(tc.state, []byte("a"), nil, tc.value, 0); err != nil {
 				t.Fatal(err)
 			}
-			b := dataflow.NewBatch(1)
+			b := stream.NewBatch(1)
 			b.Add([]byte("a"), []byte(`{"v":1}`), 5)
 			err := h.op.Process(context.Background(), b, h.out)
 			if !errors.Is(err, state.ErrCorrupt) || !strings.Contains(err.Error(), `node per_key: key "a"`) {
@@ -593,7 +593,7 @@ func TestWasmAggregateFails(t *testing.T) {
 			n := windowNode(tumbling(10))
 			n.Aggregate = &jobspec.AggregateSpec{Wasm: &jobspec.WasmSpec{Module: "agg", Config: map[string]any{"mode": mode}}}
 			h := newHarnessWith(t, backends[0].open(t), n, map[string]*host.Module{"agg": m})
-			in := dataflow.NewBatch(4)
+			in := stream.NewBatch(4)
 			in.Add([]byte("a"), []byte("3"), 1)
 			err := h.op.Process(ctx, in, h.out)
 			if err == nil {

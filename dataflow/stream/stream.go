@@ -1,32 +1,23 @@
-// Package dataflow turns a job spec into a graph of tasks and runs them:
-// sources, chains of operators working on record batches, bounded queues
-// between tasks (backpressure), fan-out, union, and sinks.
+// Package stream holds the contracts of a running job that the runtime
+// (package dataflow), the connectors and the operators share: records and
+// batches, the Source, Sink and Operator interfaces, the optional
+// capabilities a connector or operator may implement (checkpointed
+// positions, split watermarks, two-phase commit, event and processing
+// time), and the TaskInfo a task hands them.
 //
-// Job.Run runs every task of a job in this process. Job.RunDeployment runs
-// a worker's share of them (PlanTasks names the tasks a coordinator
-// places): channels to tasks on other workers are Exchange gRPC streams
-// with credit-based flow control (exchange.proto), served by an Exchange.
-//
-// A Deployment with Checkpointing takes aligned checkpoints
-// (docs/rfcs/2026-11-30-checkpoints.md): StartDeployment returns a Running
-// whose Trigger injects barriers at the source tasks between two batches;
-// tasks with several input channels align them (aligner), snapshot the
-// keyed state of their nodes, their source's position and their sink's
-// staged output into a task manifest, acknowledge (Checkpointing.Ack) and
-// forward the barrier; Complete lets sinks publish. With
-// Checkpointing.Restore a deployment starts from a checkpoint instead,
-// at the same or another parallelism of its keyed nodes.
-//
-// It is not the place for connectors (package connectors implements Source
-// and Sink), for running Wasm (package host) or for scheduling tasks onto
-// machines (package scheduler).
-package dataflow
+// It is a leaf: it imports neither the runtime, nor wazero, Pebble or gRPC,
+// so that a connector depends on what it implements and not on how jobs
+// run. It is not for the runtime's own types (tasks, channels, barriers:
+// package dataflow) nor for the checkpoint format (package
+// dataflow/checkpoint).
+package stream
 
 import (
 	"context"
 
+	"time"
+
 	"github.com/eddy-stream/eddy/abi"
-	"github.com/eddy-stream/eddy/state"
 )
 
 // Record is the unit of data; see abi.Record.
@@ -53,12 +44,12 @@ func NewBatch(n int) *Batch {
 	return &Batch{Records: make([]Record, 0, n)}
 }
 
-// decodeBatch turns the bytes of an Exchange frame (abi.AppendBatch
+// DecodeBatch turns the bytes of an Exchange frame (abi.AppendBatch
 // encoding) into a batch that owns them: the records alias buf, which
 // becomes the batch's arena, so nothing is copied and buf must not be
 // reused. Every offset is checked (abi.DecodeBatch): a malformed buf is an
 // error wrapping abi.ErrMalformedBatch, never a panic.
-func decodeBatch(buf []byte) (*Batch, error) {
+func DecodeBatch(buf []byte) (*Batch, error) {
 	n, err := abi.BatchCount(buf)
 	if err != nil {
 		return nil, err
@@ -95,6 +86,10 @@ func (b *Batch) Side(port string) *Batch {
 	}
 	return s
 }
+
+// Sides returns the side-output batches of b by port, for the runtime to
+// route; it may delete the ports it has routed. nil when there are none.
+func (b *Batch) Sides() map[string]*Batch { return b.sides }
 
 // Bytes is the number of payload bytes held by the batch.
 func (b *Batch) Bytes() int { return len(b.arena) }
@@ -157,8 +152,8 @@ type TaskInfo struct {
 	Parallelism int
 	// Keyed operators: the key groups this subtask owns and its state.
 	MaxParallelism int
-	KeyGroups      state.Range
-	State          state.Store // nil unless the node is keyed
+	KeyGroups      KeyGroupRange
+	State          KeyedState // nil unless the node is keyed
 	// Checkpointing is set when the deployment takes checkpoints: a sink
 	// that implements Transactional then stages its output until a
 	// checkpoint completes; otherwise it writes as it would without.
@@ -240,4 +235,71 @@ type Operator interface {
 	// Finish is called once when the input ends; buffered output goes to out.
 	Finish(ctx context.Context, out *Batch) error
 	Close() error
+}
+
+// KeyGroupRange is the half-open range [Start, End) of key groups a
+// subtask owns (state.Range, in the contract's own type).
+type KeyGroupRange struct{ Start, End int }
+
+// KeyedState is the keyed state of a keyed task: a state.Store. The
+// contract names only its value state, so that a connector or a native
+// operator can keep small per-key values without importing the state
+// backends; operators that need lists, maps or timers (windows, Wasm)
+// assert it to state.Store, which every TaskInfo.State is.
+type KeyedState interface {
+	ValueGet(name string, key, ns, dst []byte) ([]byte, bool, error)
+	ValuePut(name string, key, ns, val []byte, ttl time.Duration) error
+	ValueDelete(name string, key, ns []byte) error
+}
+
+// Checkpointed is implemented by sources that can be rewound: the position
+// is opaque bytes recorded in the checkpoint.
+type Checkpointed interface {
+	// Position is where the next Next call would continue.
+	Position() ([]byte, error)
+	// Seek moves to pos, which Position returned for the same subtask
+	// and parallelism; it is called after Open and before the first Next.
+	// A pos that is not one is an error.
+	Seek(pos []byte) error
+}
+
+// CheckpointListener is implemented by sources that act when a
+// checkpoint completes, such as Kafka committing the checkpoint's
+// offsets to a consumer group. dataflow calls it only when the deployment
+// checkpoints, always from the task's goroutine between two batches, and
+// only for a source that is also Checkpointed.
+//
+// What a listener does must not matter for correctness: a restore reads
+// the checkpoint, not the listener's side effects. So an error from
+// CheckpointCompleted is logged and the task goes on.
+type CheckpointListener interface {
+	// CheckpointTaken tells the source that pos, which its Position
+	// returned, is in the durable snapshot of checkpoint (the task
+	// acknowledged it). A checkpoint taken may never complete.
+	CheckpointTaken(checkpoint int64, pos []byte)
+	// CheckpointCompleted tells the source that checkpoint completed.
+	// Completions are coalesced: checkpoint is the newest completed one,
+	// older ones may never be announced, and it may name a checkpoint
+	// this run never took (one the task restored from or older).
+	CheckpointCompleted(ctx context.Context, checkpoint int64) error
+}
+
+// Transactional is implemented by sinks that take part in the two-phase
+// commit of checkpoints. dataflow calls it only when the deployment
+// checkpoints (TaskInfo.Checkpointing), always from the task's goroutine,
+// and calls Abort once, after Open and before the first Write.
+type Transactional interface {
+	// PreCommit makes what was written since the previous PreCommit
+	// durable but invisible, staged under checkpoint, and names what it
+	// staged (recorded in the task manifest).
+	PreCommit(ctx context.Context, checkpoint int64) (staged []string, err error)
+	// Commit publishes what was staged by the checkpoints ≤ checkpoint,
+	// which completed.
+	Commit(ctx context.Context, checkpoint int64) error
+	// Abort brings the sink's output back to the checkpoint the task
+	// starts from (TaskInfo.RestoredCheckpoint, 0 for none): it drops
+	// everything staged or published after it, and publishes what it had
+	// staged — staged, from its task manifests — in case the completion
+	// never reached the sink.
+	Abort(ctx context.Context, staged []string) error
 }
