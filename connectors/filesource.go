@@ -11,7 +11,10 @@ import (
 	"io"
 	"math"
 	"os"
+	"strconv"
+	"time"
 
+	"github.com/eddy-stream/eddy/abi/jsonscan"
 	"github.com/eddy-stream/eddy/dataflow/stream"
 )
 
@@ -204,17 +207,13 @@ func (s *fileSource) add(b *stream.Batch, line []byte) error {
 	}
 	var key []byte
 	if s.keyField != "" {
-		if raw, ok := jsonField(line, s.keyField); ok {
-			k, err := jsonKey(raw)
-			if err != nil {
-				return fmt.Errorf("key field %q: %w", s.keyField, err)
-			}
-			key = k
+		if raw, st := jsonscan.Lookup(line, []byte(s.keyField)); st == jsonscan.Field {
+			key = jsonKey(raw)
 		}
 	}
 	ts := stream.NoTimestamp
 	if s.tsField != "" {
-		if raw, ok := jsonField(line, s.tsField); ok {
+		if raw, st := jsonscan.Lookup(line, []byte(s.tsField)); st == jsonscan.Field {
 			t, err := jsonTimestamp(raw)
 			if err != nil {
 				return fmt.Errorf("timestamp field %q: %w", s.tsField, err)
@@ -236,4 +235,45 @@ func (s *fileSource) Close() error {
 		return fmt.Errorf("file source: %w", err)
 	}
 	return nil
+}
+
+// jsonKey turns the raw value of a key field into a record key: the
+// content of a string, the JSON text of anything else, nothing for null.
+func jsonKey(raw []byte) []byte {
+	switch {
+	case len(raw) == 0 || string(raw) == "null":
+		return nil
+	case raw[0] == '"':
+		return jsonscan.AppendUnquote(nil, raw)
+	default:
+		return raw
+	}
+}
+
+// jsonTimestamp reads event time from the raw value of a timestamp field:
+// a number of milliseconds since the Unix epoch or an RFC 3339 string.
+// null means no timestamp.
+func jsonTimestamp(raw []byte) (int64, error) {
+	switch {
+	case string(raw) == "null":
+		return stream.NoTimestamp, nil
+	case raw[0] == '"':
+		s := jsonscan.AppendUnquote(nil, raw)
+		t, err := time.Parse(time.RFC3339Nano, string(s))
+		if err != nil {
+			return 0, fmt.Errorf("timestamp %s is not an RFC 3339 time", raw)
+		}
+		return t.UnixMilli(), nil
+	case raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9'):
+		if ms, err := strconv.ParseInt(string(raw), 10, 64); err == nil {
+			return ms, nil
+		}
+		f, err := strconv.ParseFloat(string(raw), 64)
+		if err != nil || f < -(1<<63) || f >= 1<<63 {
+			return 0, fmt.Errorf("timestamp %s is out of range", raw)
+		}
+		return int64(f), nil
+	default:
+		return 0, fmt.Errorf("timestamp %s is neither a number of milliseconds nor an RFC 3339 string", raw)
+	}
 }

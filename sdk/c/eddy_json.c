@@ -1,5 +1,5 @@
 /*
- * eddy_json.c - see eddy_json.h. Mirrors sdk/go/jsonscan/jsonscan.go
+ * eddy_json.c - see eddy_json.h. Mirrors abi/jsonscan/jsonscan.go
  * function by function; positions are int64_t like Go's int so that the
  * two read the same, and -1 means "not valid" in both.
  */

@@ -12,7 +12,7 @@
  * makes it read out of bounds. Nesting deeper than EDDY_JSON_MAX_DEPTH is
  * malformed, which keeps the scanner iterative with a fixed 64-byte stack.
  *
- * The Go package github.com/eddy-stream/eddy/sdk/go/jsonscan implements the
+ * The Go package github.com/eddy-stream/eddy/abi/jsonscan implements the
  * same rules with the same structure, so an operator written in both
  * languages keeps and drops exactly the same records; change both together.
  *

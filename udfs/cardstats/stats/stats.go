@@ -56,7 +56,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/eddy-stream/eddy/sdk/go/jsonscan"
+	"github.com/eddy-stream/eddy/abi/jsonscan"
 )
 
 // Format is the first byte of every accumulator.

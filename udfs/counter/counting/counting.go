@@ -22,7 +22,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/eddy-stream/eddy/sdk/go/jsonscan"
+	"github.com/eddy-stream/eddy/abi/jsonscan"
 )
 
 // StateName is the name of the value state holding a key's count.

@@ -44,7 +44,7 @@ import (
 	"math"
 	"strconv"
 
-	"github.com/eddy-stream/eddy/sdk/go/jsonscan"
+	"github.com/eddy-stream/eddy/abi/jsonscan"
 )
 
 // StateName is the name of the value state the operator keeps per card.

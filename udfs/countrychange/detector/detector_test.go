@@ -4,7 +4,7 @@ import (
 	"math"
 	"testing"
 
-	"github.com/eddy-stream/eddy/sdk/go/jsonscan"
+	"github.com/eddy-stream/eddy/abi/jsonscan"
 )
 
 func TestParse(t *testing.T) {

@@ -27,7 +27,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/eddy-stream/eddy/sdk/go/jsonscan"
+	"github.com/eddy-stream/eddy/abi/jsonscan"
 )
 
 // Op is a comparison of the where clause.

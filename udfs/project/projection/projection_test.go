@@ -6,7 +6,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/eddy-stream/eddy/sdk/go/jsonscan"
+	"github.com/eddy-stream/eddy/abi/jsonscan"
 )
 
 func TestApply(t *testing.T) {

@@ -23,7 +23,7 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/eddy-stream/eddy/sdk/go/jsonscan"
+	"github.com/eddy-stream/eddy/abi/jsonscan"
 )
 
 // Splitter applies one configuration. It keeps scratch space between calls

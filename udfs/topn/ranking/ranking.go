@@ -33,7 +33,7 @@ import (
 	"strconv"
 
 	"github.com/eddy-stream/eddy/abi"
-	"github.com/eddy-stream/eddy/sdk/go/jsonscan"
+	"github.com/eddy-stream/eddy/abi/jsonscan"
 )
 
 // Defaults and bounds of the configuration.

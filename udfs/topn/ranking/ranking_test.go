@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/eddy-stream/eddy/abi"
-	"github.com/eddy-stream/eddy/sdk/go/jsonscan"
+	"github.com/eddy-stream/eddy/abi/jsonscan"
 )
 
 func TestParse(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 
 	eddy "github.com/eddy-stream/eddy/sdk/go"
 	"github.com/eddy-stream/eddy/sdk/go/aggregate"
-	"github.com/eddy-stream/eddy/sdk/go/jsonscan"
+	"github.com/eddy-stream/eddy/abi/jsonscan"
 )
 
 type trail struct{}

@@ -13,6 +13,13 @@
 // structure, so that an operator written in both languages keeps and drops
 // exactly the same records; change both together.
 //
+// It is the one JSON field reader of the project: the host reads key_by,
+// event_time, the file source's key_field and timestamp_field and the
+// built-in aggregates' fields with it, and the Go SDK reads records with
+// it, so that a field means the same member everywhere — the first of
+// duplicate members. It lives beside the ABI, not in the SDK, because
+// both sides of the boundary depend on it.
+//
 // The package is pure Go and does not import the guest runtime, so the same
 // code runs natively (tests, benchmarks) and inside a Wasm guest.
 package jsonscan
