@@ -9,11 +9,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eddy-stream/eddy/abi/jsonscan"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/dataflow/stream"
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
 	"github.com/eddy-stream/eddy/proto/rpc"
-	"github.com/eddy-stream/eddy/abi/jsonscan"
 	"github.com/eddy-stream/eddy/state"
 )
 

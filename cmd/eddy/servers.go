@@ -21,9 +21,9 @@ import (
 	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/dataflow/window"
-	"github.com/eddy-stream/eddy/scheduler/worker"
 	"github.com/eddy-stream/eddy/host"
 	"github.com/eddy-stream/eddy/scheduler/coordinator"
+	"github.com/eddy-stream/eddy/scheduler/worker"
 )
 
 // coordinatorFlags fill a coordinator.Config.

@@ -13,9 +13,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
+	"github.com/eddy-stream/eddy/abi/jsonscan"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/dataflow/stream"
-	"github.com/eddy-stream/eddy/abi/jsonscan"
 )
 
 // SinkConfig configures a Sink.

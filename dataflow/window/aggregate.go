@@ -6,9 +6,9 @@ import (
 	"math"
 	"strconv"
 
+	"github.com/eddy-stream/eddy/abi/jsonscan"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/dataflow/stream"
-	"github.com/eddy-stream/eddy/abi/jsonscan"
 )
 
 type aggKind uint8

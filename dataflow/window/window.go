@@ -8,10 +8,10 @@ import (
 	"math"
 
 	"github.com/eddy-stream/eddy/abi"
+	"github.com/eddy-stream/eddy/abi/jsonscan"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/host"
-	"github.com/eddy-stream/eddy/abi/jsonscan"
 	"github.com/eddy-stream/eddy/state"
 )
 

@@ -9,9 +9,9 @@ package main
 import (
 	"errors"
 
+	"github.com/eddy-stream/eddy/abi/jsonscan"
 	eddy "github.com/eddy-stream/eddy/sdk/go"
 	"github.com/eddy-stream/eddy/sdk/go/aggregate"
-	"github.com/eddy-stream/eddy/abi/jsonscan"
 )
 
 type trail struct{}
