@@ -137,7 +137,9 @@ type jobAttempt struct {
 	attempt uint32
 }
 
-// running is one deployment this worker runs.
+// running is one deployment this worker runs. Its fields but d and done
+// are guarded by Worker.mu: the deployment's goroutine, the heartbeat
+// loop and apply all reach them.
 type running struct {
 	d      *eddyv1.Deployment
 	job    *dataflow.Job
@@ -674,10 +676,11 @@ func (w *Worker) deploy(ctx context.Context, d *eddyv1.Deployment) {
 		w.mu.Lock()
 		r.err = err
 		w.ended[d.GetJobId()] = job.Stats()
+		canceled := r.canceled // written by apply and cancelAll under w.mu
 		w.mu.Unlock()
 		close(r.done)
 		cancel()
-		if err != nil && !r.canceled {
+		if err != nil && !canceled {
 			log.Error("deployment failed", "err", err)
 		} else {
 			log.Info("deployment ended")
