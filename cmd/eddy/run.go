@@ -74,11 +74,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		wf.cfg.Slots = len(tasks) // every task at once, as a local run
 	}
 	if ef.dataDir == "" {
-		dir, err := os.MkdirTemp("", "eddy-run-")
+		dir, release, err := newRunDir()
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
+		defer release()
 		ef.dataDir = dir
 	}
 	// Quiet unless asked: the coordinator and worker log their life cycle
