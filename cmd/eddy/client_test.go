@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -58,5 +60,41 @@ func TestPrintStatus(t *testing.T) {
 				t.Errorf("task lines\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
 			}
 		})
+	}
+}
+
+// TestSubmitAndStatusCLI: as a new user would see them on a standalone
+// process, jobs are numbered job-1, job-2, and `job status` of a job whose
+// tasks have no metrics yet (it waits for slots) prints them.
+func TestSubmitAndStatusCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a standalone process")
+	}
+	dir := t.TempDir()
+	api := freeAddr(t)
+	startProc(t, dir, "standalone", "standalone", "--api", api, "--data-dir", filepath.Join(dir, "data"), "--slots", "1")
+	cli := func(args ...string) result {
+		t.Helper()
+		return eddy(t, append(args, "--coordinator", api)...)
+	}
+	eventually(t, 30*time.Second, "the standalone worker", func() bool {
+		return strings.Contains(cli("cluster", "info").stdout, "ALIVE")
+	})
+	// Two tasks, one slot: the jobs wait.
+	spec, _ := inlineSpec(t, "name: wide\nparallelism: 2\n"+strings.TrimPrefix(foreverJob, "name: forever\n"))
+	for _, want := range []string{"job-1", "job-2"} {
+		r := cli("job", "submit", spec)
+		if got := strings.TrimSpace(r.stdout); r.code != 0 || got != want {
+			t.Fatalf("submit: %q, want %s (exit %d: %s)", got, want, r.code, r.stderr)
+		}
+	}
+	r := cli("job", "status", "job-1")
+	if r.code != 0 {
+		t.Fatalf("job status: exit %d\n%s%s", r.code, r.stdout, r.stderr)
+	}
+	for _, want := range []string{"job job-1 (wide): WAITING_FOR_SLOTS", "waiting for slots: job needs 2, 1 free", "seq[0]"} {
+		if !strings.Contains(r.stdout, want) {
+			t.Errorf("job status lacks %q:\n%s", want, r.stdout)
+		}
 	}
 }

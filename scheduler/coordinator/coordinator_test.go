@@ -159,6 +159,9 @@ func TestJobLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := sub.GetJobId()
+	if job != "job-1" { // jobs count from 1, whatever the log holds before
+		t.Fatalf("first job %s, want job-1", job)
+	}
 	// A retried submission is the same job.
 	if again, err := cl.SubmitJob(ctx, &eddyv1.SubmitJobRequest{SpecYaml: testSpec("first", 2, "enrich"), RequestId: "req-1"}); err != nil || again.GetJobId() != job {
 		t.Fatalf("resubmission: %v, %v", again, err)
@@ -204,6 +207,11 @@ func TestJobLifecycle(t *testing.T) {
 	big, err := cl.SubmitJob(ctx, &eddyv1.SubmitJobRequest{SpecYaml: testSpec("big", 3, "enrich@1")})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The next job is the next number, however much was committed between
+	// (the retry took none).
+	if big.GetJobId() != "job-2" {
+		t.Fatalf("second job %s, want job-2", big.GetJobId())
 	}
 	st = waitJob(t, cl, big.GetJobId(), eddyv1.JobState_JOB_STATE_WAITING_FOR_SLOTS, 10*time.Second, func(st *eddyv1.JobStatusResponse) bool {
 		return st.GetJob().GetMessage() == "waiting for slots: job needs 3, 2 free"
