@@ -261,6 +261,90 @@ func TestJobLifecycle(t *testing.T) {
 	}
 }
 
+// TestHeartbeatHeldUntilPlaced: a worker that keeps a heartbeat open (as
+// the real worker does) gets the tasks of a job placed on it as soon as
+// the job is placed: the leader holds each answer while its state does not
+// change. The heartbeat interval, which bounds the hold, is an hour: no
+// tick can be what delivers them.
+func TestHeartbeatHeldUntilPlaced(t *testing.T) {
+	opts := defaultOpts()
+	opts.heartbeatTimeout = 3 * time.Hour
+	cfg := testConfig(t, testLogger(t), "c1", opts)
+	cfg.HeartbeatInterval = time.Hour
+	cfg.Raft.Bootstrap = true
+	c := startCoordinator(t, cfg, NewMemStore())
+	cl := control(t, c.Addr())
+	ctx := callCtx(t)
+	if _, _, err := c.WaitLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.UploadModule(ctx, &eddyv1.UploadModuleRequest{Name: "enrich", Wasm: wasmModule("one")}); err != nil {
+		t.Fatal(err)
+	}
+	// The leader's own command at the start of its term is in: from now
+	// on only the test changes the state.
+	waitFor(t, 10*time.Second, "the leader to register itself", func() bool {
+		_, err := c.fsm.Coordinator("c1")
+		return err == nil
+	})
+	term, ok, err := c.leading(ctx)
+	if err != nil || !ok {
+		t.Fatalf("leading: %v %v", ok, err)
+	}
+
+	w := newFakeWorker(t, "w1", 2, c.Addr())
+	w.wait = time.Hour
+	if err := w.register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.heartbeat(ctx); err != nil { // no index yet: answered at once
+		t.Fatal(err)
+	}
+	// From now on one heartbeat at a time, the next as soon as the last is
+	// answered.
+	heard := term.lastHeartbeat("w1")
+	loop, stop := context.WithCancel(context.Background())
+	answered, done := make(chan error, 100), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			err := w.heartbeat(loop)
+			if loop.Err() != nil {
+				return
+			}
+			select {
+			case answered <- err:
+			case <-loop.Done():
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { stop(); <-done })
+	waitFor(t, 10*time.Second, "the leader to hear the second heartbeat", func() bool {
+		return term.lastHeartbeat("w1").After(heard)
+	})
+	select {
+	case err := <-answered:
+		t.Fatalf("the second heartbeat was answered while nothing changed (%v)", err)
+	default:
+	}
+
+	sub, err := cl.SubmitJob(ctx, &eddyv1.SubmitJobRequest{SpecYaml: testSpec("now", 2, "enrich")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the job's tasks on w1", func() bool {
+		return len(w.tasksOf(sub.GetJobId(), 1)) == 2
+	})
+	stop()
+	<-done
+	for len(answered) > 0 {
+		if err := <-answered; err != nil {
+			t.Errorf("heartbeat: %v", err)
+		}
+	}
+}
+
 // TestWorkerLost: a worker that stops heartbeating is declared lost; its
 // job restarts as attempt 2 on the other worker, which is told to cancel
 // its attempt-1 task; when the lost worker comes back it is told NOT_FOUND
