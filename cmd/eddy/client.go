@@ -4,6 +4,7 @@ package main
 // gRPC (a follower forwards to the leader).
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -293,7 +294,12 @@ func jobState(s eddyv1.JobState) string {
 	return strings.TrimPrefix(s.String(), "JOB_STATE_")
 }
 
+// taskState is a task state as users read it; "-" for a task that has
+// none yet (its job waits for slots).
 func taskState(s eddyv1.TaskState) string {
+	if s == eddyv1.TaskState_TASK_STATE_UNSPECIFIED {
+		return "-"
+	}
 	return strings.TrimPrefix(s.String(), "TASK_STATE_")
 }
 
@@ -307,13 +313,19 @@ func printStatus(w io.Writer, resp *eddyv1.JobStatusResponse) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "TASK\tSTATE\tWORKER\tRECORDS IN\tRECORDS OUT\tBACKPRESSURE\tPENDING\tERROR")
 		for _, t := range resp.GetTasks() {
-			m := t.GetMetrics()
-			pending := "-" // no source, or one that cannot tell
-			if m.PendingRecords != nil {
-				pending = strconv.FormatInt(m.GetPendingRecords(), 10)
+			// A task not placed yet, or whose worker has not reported it
+			// yet (deploying, restarting), has no metrics.
+			in, out, backpressure, pending := "-", "-", "-", "-"
+			if m := t.GetMetrics(); m != nil {
+				in, out = strconv.FormatUint(m.GetRecordsIn(), 10), strconv.FormatUint(m.GetRecordsOut(), 10)
+				backpressure = fmt.Sprintf("%.0f%%", 100*m.GetBackpressureRatio())
+				if m.PendingRecords != nil { // else no source, or one that cannot tell
+					pending = strconv.FormatInt(m.GetPendingRecords(), 10)
+				}
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%.0f%%\t%s\t%s\n", t.GetTaskId(), taskState(t.GetState()), t.GetWorkerId(),
-				m.GetRecordsIn(), m.GetRecordsOut(), 100*m.GetBackpressureRatio(), pending, t.GetError())
+			worker := cmp.Or(t.GetWorkerId(), "-")
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.GetTaskId(), taskState(t.GetState()), worker,
+				in, out, backpressure, pending, t.GetError())
 		}
 		tw.Flush()
 	}

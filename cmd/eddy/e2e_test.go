@@ -205,6 +205,10 @@ func TestCLIErrors(t *testing.T) {
 			if !strings.HasPrefix(last, "eddy: ") {
 				t.Errorf("last line is not the one-line error: %q", last)
 			}
+			// The error is all it prints: no summary, no logs above it.
+			if r.stdout != "" || r.stderr != last+"\n" {
+				t.Errorf("more than the error line:\nstdout:\n%sstderr:\n%s", r.stdout, r.stderr)
+			}
 		})
 	}
 }

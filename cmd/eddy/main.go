@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"text/tabwriter"
@@ -107,21 +108,35 @@ func (e *engineFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&e.cfg.CacheDir, "cache-dir", e.cfg.CacheDir, "directory of the compiled-module cache (\"\" for none)")
 	fs.Uint64Var(&e.cfg.MemoryLimit, "memory-limit", e.cfg.MemoryLimit, "memory limit of each operator instance, in bytes")
 	fs.DurationVar(&e.cfg.CallTimeout, "call-timeout", e.cfg.CallTimeout, "deadline for an operator to process one batch")
-	fs.StringVar(&e.logLevel, "log-level", "warn", "log level: debug, info, warn or error")
+	fs.StringVar(&e.logLevel, "log-level", "warn", "log level: debug, info, warn, error or off")
 	fs.StringVar(&e.dataDir, "data-dir", "", "directory for keyed state (default: a temporary directory removed at exit)")
+}
+
+// levelOff is --log-level off: above every level anything logs at.
+const levelOff = slog.Level(math.MaxInt32)
+
+func parseLevel(s string) (slog.Level, error) {
+	if s == "off" {
+		return levelOff, nil
+	}
+	var lvl slog.Level
+	err := lvl.UnmarshalText([]byte(s))
+	return lvl, err
 }
 
 // level is the --log-level (warn when it does not parse; logger reports
 // that).
 func (e *engineFlags) level() slog.Level {
-	lvl := slog.LevelWarn
-	_ = lvl.UnmarshalText([]byte(e.logLevel))
+	lvl, err := parseLevel(e.logLevel)
+	if err != nil {
+		return slog.LevelWarn
+	}
 	return lvl
 }
 
 func (e *engineFlags) logger(stderr io.Writer) (*slog.Logger, error) {
-	var lvl slog.Level
-	if err := lvl.UnmarshalText([]byte(e.logLevel)); err != nil {
+	lvl, err := parseLevel(e.logLevel)
+	if err != nil {
 		return nil, usageError{fmt.Errorf("--log-level: %w", err)}
 	}
 	return slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: lvl})), nil

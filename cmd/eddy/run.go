@@ -52,6 +52,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err := fs.Set("api", "127.0.0.1:0"); err != nil {
 		return err
 	}
+	// The run reports how the job ended, its summary or its error in one
+	// line; the embedded cluster's logs of it (a failed task, the job
+	// failed) would only say the same again.
+	if f := fs.Lookup("log-level"); f != nil {
+		_ = f.Value.Set("off")
+		f.DefValue = f.Value.String()
+	}
 	if err := parseFlags(fs, args, 1, "run takes one job spec file"); err != nil {
 		return err
 	}
@@ -67,11 +74,11 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		wf.cfg.Slots = len(tasks) // every task at once, as a local run
 	}
 	if ef.dataDir == "" {
-		dir, err := os.MkdirTemp("", "eddy-run-")
+		dir, release, err := newRunDir()
 		if err != nil {
 			return err
 		}
-		defer os.RemoveAll(dir)
+		defer release()
 		ef.dataDir = dir
 	}
 	// Quiet unless asked: the coordinator and worker log their life cycle
@@ -104,6 +111,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	if !interrupted && final.GetState() != eddyv1.JobState_JOB_STATE_FINISHED {
+		// No summary: the error is all a failed run prints.
+		return fmt.Errorf("job %s %s: %s", spec.Name, strings.ToLower(jobState(final.GetState())), final.GetMessage())
+	}
 	sum := &dataflow.Summary{Job: spec.Name, Nodes: s.worker.NodeStats(id), Elapsed: time.Since(start)}
 	if sum.Nodes == nil {
 		sum.Nodes = []dataflow.NodeSummary{}
@@ -113,15 +124,7 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	} else {
 		printSummary(stderr, sum, interrupted)
 	}
-	if interrupted {
-		return nil
-	}
-	switch final.GetState() {
-	case eddyv1.JobState_JOB_STATE_FINISHED:
-		return nil
-	default:
-		return fmt.Errorf("job %s %s: %s", spec.Name, strings.ToLower(jobState(final.GetState())), final.GetMessage())
-	}
+	return nil
 }
 
 // waitJob polls the job until it ends. On an interrupt it cancels the job

@@ -275,7 +275,7 @@ func startStandalone(ctx context.Context, ef *engineFlags, cf *coordinatorFlags,
 	// The election a group of one holds at every start is logged by Raft
 	// as a warning; it is not one here.
 	if lvl := ef.level(); lvl >= slog.LevelWarn {
-		cf.cfg.Raft.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+		cf.cfg.Raft.Logger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: max(lvl, slog.LevelError)}))
 	}
 	s, err := newServer(ctx, ef, stderr)
 	if err != nil {

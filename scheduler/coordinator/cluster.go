@@ -84,14 +84,20 @@ func (s *clusterServer) Heartbeat(ctx context.Context, req *eddyv1.HeartbeatRequ
 		return nil, err
 	}
 	wid := req.GetWorkerId()
-	w, err := c.fsm.Worker(wid)
-	switch {
-	case err != nil:
-		return nil, status.Errorf(codes.NotFound, "worker %s is not registered: register again", wid)
-	case w.State != fsm.WorkerAlive:
-		return nil, status.Errorf(codes.NotFound, "worker %s was declared lost (%s) and its tasks rescheduled: cancel every task and register again", wid, w.Message)
-	case w.Incarnation != req.GetInstanceId():
-		return nil, status.Errorf(codes.NotFound, "worker %s instance %s was replaced by instance %s: cancel every task and register again", wid, req.GetInstanceId(), w.Incarnation)
+	registered := func() error {
+		w, err := c.fsm.Worker(wid)
+		switch {
+		case err != nil:
+			return status.Errorf(codes.NotFound, "worker %s is not registered: register again", wid)
+		case w.State != fsm.WorkerAlive:
+			return status.Errorf(codes.NotFound, "worker %s was declared lost (%s) and its tasks rescheduled: cancel every task and register again", wid, w.Message)
+		case w.Incarnation != req.GetInstanceId():
+			return status.Errorf(codes.NotFound, "worker %s instance %s was replaced by instance %s: cancel every task and register again", wid, req.GetInstanceId(), w.Incarnation)
+		}
+		return nil
+	}
+	if err := registered(); err != nil {
+		return nil, err
 	}
 	t.heard(wid, req.GetInstanceId(), c.now(), req.GetTasks())
 
@@ -113,8 +119,17 @@ func (s *clusterServer) Heartbeat(ctx context.Context, req *eddyv1.HeartbeatRequ
 			}
 			c.logReport(wid, cmd)
 		}
-		jobs = c.fsm.AllJobs()
 	}
+	index, err := c.holdHeartbeat(ctx, t, req)
+	if err != nil {
+		return nil, err
+	}
+	if err := registered(); err != nil { // as it may have changed meanwhile
+		return nil, err
+	}
+	// The state is read after its index, so that the answer is at least as
+	// new as the index it names.
+	jobs = c.fsm.AllJobs()
 	workers := map[string]fsm.Worker{}
 	for _, w := range c.fsm.Workers() {
 		workers[w.ID] = w
@@ -126,12 +141,43 @@ func (s *clusterServer) Heartbeat(ctx context.Context, req *eddyv1.HeartbeatRequ
 		}
 		return cfg.storage
 	})
+	resp.StateIndex = index
 	resp.HeartbeatIntervalMs = c.cfg.HeartbeatInterval.Milliseconds()
 	if n := len(resp.Deployments) + len(resp.CancelTasks) + len(resp.CancelJobs); n > 0 {
 		c.log.Debug("heartbeat instructions", "worker", wid, "deployments", len(resp.Deployments),
 			"cancel_tasks", len(resp.CancelTasks), "cancel_jobs", len(resp.CancelJobs))
 	}
 	return resp, nil
+}
+
+// holdHeartbeat holds a heartbeat that asks for it (wait_ms) while the
+// FSM is at the index of the worker's previous answer, for at most
+// wait_ms and the heartbeat interval (the leader hears from the worker no
+// less often than without holding), and returns the FSM's index then.
+// The answer is a function of the FSM and of the reports, and a worker
+// cancels a held call when its reports change: nothing is answered late.
+func (c *Coordinator) holdHeartbeat(ctx context.Context, t *term, req *eddyv1.HeartbeatRequest) (uint64, error) {
+	wait := min(time.Duration(req.GetWaitMs())*time.Millisecond, c.cfg.HeartbeatInterval)
+	if wait <= 0 || req.GetStateIndex() == 0 {
+		return c.fsm.AppliedIndex(), nil
+	}
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	for {
+		changed := c.fsm.Changed()
+		if index := c.fsm.AppliedIndex(); index != req.GetStateIndex() {
+			return index, nil
+		}
+		select {
+		case <-changed:
+		case <-timer.C:
+			return c.fsm.AppliedIndex(), nil
+		case <-t.ctx.Done():
+			return 0, c.notLeader()
+		case <-ctx.Done():
+			return 0, status.FromContextError(ctx.Err()).Err()
+		}
+	}
 }
 
 // AckCheckpoint records a task's acknowledgement of the checkpoint in

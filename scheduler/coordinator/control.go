@@ -277,6 +277,7 @@ func (c *Coordinator) submitJob(ctx context.Context, _ *term, req *eddyv1.Submit
 		name = "job"
 	}
 	res, err := c.propose(ctx, &fsm.SubmitJob{
+		Numbered:          true,
 		Tenant:            tenant,
 		Name:              name,
 		Spec:              req.GetSpecYaml(),

@@ -159,6 +159,9 @@ func TestJobLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	job := sub.GetJobId()
+	if job != "job-1" { // jobs count from 1, whatever the log holds before
+		t.Fatalf("first job %s, want job-1", job)
+	}
 	// A retried submission is the same job.
 	if again, err := cl.SubmitJob(ctx, &eddyv1.SubmitJobRequest{SpecYaml: testSpec("first", 2, "enrich"), RequestId: "req-1"}); err != nil || again.GetJobId() != job {
 		t.Fatalf("resubmission: %v, %v", again, err)
@@ -205,6 +208,11 @@ func TestJobLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The next job is the next number, however much was committed between
+	// (the retry took none).
+	if big.GetJobId() != "job-2" {
+		t.Fatalf("second job %s, want job-2", big.GetJobId())
+	}
 	st = waitJob(t, cl, big.GetJobId(), eddyv1.JobState_JOB_STATE_WAITING_FOR_SLOTS, 10*time.Second, func(st *eddyv1.JobStatusResponse) bool {
 		return st.GetJob().GetMessage() == "waiting for slots: job needs 3, 2 free"
 	})
@@ -250,6 +258,90 @@ func TestJobLifecycle(t *testing.T) {
 	if err != nil || len(jobs.GetJobs()) != 2 || jobs.GetJobs()[0].GetJobId() != big.GetJobId() ||
 		jobs.GetJobs()[1].GetState() != eddyv1.JobState_JOB_STATE_FINISHED || jobs.GetJobs()[1].GetEndedUnixMs() == 0 {
 		t.Fatalf("jobs %v, %v", jobs, err)
+	}
+}
+
+// TestHeartbeatHeldUntilPlaced: a worker that keeps a heartbeat open (as
+// the real worker does) gets the tasks of a job placed on it as soon as
+// the job is placed: the leader holds each answer while its state does not
+// change. The heartbeat interval, which bounds the hold, is an hour: no
+// tick can be what delivers them.
+func TestHeartbeatHeldUntilPlaced(t *testing.T) {
+	opts := defaultOpts()
+	opts.heartbeatTimeout = 3 * time.Hour
+	cfg := testConfig(t, testLogger(t), "c1", opts)
+	cfg.HeartbeatInterval = time.Hour
+	cfg.Raft.Bootstrap = true
+	c := startCoordinator(t, cfg, NewMemStore())
+	cl := control(t, c.Addr())
+	ctx := callCtx(t)
+	if _, _, err := c.WaitLeader(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cl.UploadModule(ctx, &eddyv1.UploadModuleRequest{Name: "enrich", Wasm: wasmModule("one")}); err != nil {
+		t.Fatal(err)
+	}
+	// The leader's own command at the start of its term is in: from now
+	// on only the test changes the state.
+	waitFor(t, 10*time.Second, "the leader to register itself", func() bool {
+		_, err := c.fsm.Coordinator("c1")
+		return err == nil
+	})
+	term, ok, err := c.leading(ctx)
+	if err != nil || !ok {
+		t.Fatalf("leading: %v %v", ok, err)
+	}
+
+	w := newFakeWorker(t, "w1", 2, c.Addr())
+	w.wait = time.Hour
+	if err := w.register(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.heartbeat(ctx); err != nil { // no index yet: answered at once
+		t.Fatal(err)
+	}
+	// From now on one heartbeat at a time, the next as soon as the last is
+	// answered.
+	heard := term.lastHeartbeat("w1")
+	loop, stop := context.WithCancel(context.Background())
+	answered, done := make(chan error, 100), make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			err := w.heartbeat(loop)
+			if loop.Err() != nil {
+				return
+			}
+			select {
+			case answered <- err:
+			case <-loop.Done():
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() { stop(); <-done })
+	waitFor(t, 10*time.Second, "the leader to hear the second heartbeat", func() bool {
+		return term.lastHeartbeat("w1").After(heard)
+	})
+	select {
+	case err := <-answered:
+		t.Fatalf("the second heartbeat was answered while nothing changed (%v)", err)
+	default:
+	}
+
+	sub, err := cl.SubmitJob(ctx, &eddyv1.SubmitJobRequest{SpecYaml: testSpec("now", 2, "enrich")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the job's tasks on w1", func() bool {
+		return len(w.tasksOf(sub.GetJobId(), 1)) == 2
+	})
+	stop()
+	<-done
+	for len(answered) > 0 {
+		if err := <-answered; err != nil {
+			t.Errorf("heartbeat: %v", err)
+		}
 	}
 }
 

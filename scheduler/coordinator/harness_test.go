@@ -237,8 +237,13 @@ type fakeWorker struct {
 	// cancel its tasks), as a worker whose tasks are slow to stop would
 	// look: the leader must then cancel them by instruction.
 	keepTasksOnNotFound bool
+	// wait, when set, asks the leader to hold each heartbeat while its
+	// state is at the index of the previous answer, as the real worker
+	// does.
+	wait time.Duration
 
 	mu          sync.Mutex
+	stateIndex  uint64   // of the latest answer
 	known       []string // coordinator API addresses, in the order learned
 	target      string   // where the next call goes
 	paused      bool
@@ -297,7 +302,7 @@ func (w *fakeWorker) call(ctx context.Context, fn func(context.Context, eddyv1.C
 		w.mu.Lock()
 		target := w.target
 		w.mu.Unlock()
-		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second+w.wait)
 		err := fn(cctx, w.conn(target))
 		cancel()
 		if err == nil {
@@ -341,6 +346,9 @@ func (w *fakeWorker) register(ctx context.Context) error {
 func (w *fakeWorker) heartbeat(ctx context.Context) error {
 	w.mu.Lock()
 	req := &eddyv1.HeartbeatRequest{WorkerId: w.id, InstanceId: w.instance}
+	if w.wait > 0 {
+		req.StateIndex, req.WaitMs = w.stateIndex, uint32(w.wait.Milliseconds())
+	}
 	for _, k := range slices.SortedFunc(maps.Keys(w.tasks), compareKeys) {
 		req.Tasks = append(req.Tasks, cloneReport(w.tasks[k]))
 	}
@@ -397,6 +405,7 @@ func (w *fakeWorker) apply(resp *eddyv1.HeartbeatResponse) []*eddyv1.CheckpointT
 		w.completed[k] = max(w.completed[k], c.GetCheckpointId())
 	}
 	w.beats++
+	w.stateIndex = resp.GetStateIndex()
 	for _, d := range resp.GetDeployments() {
 		w.deployments = append(w.deployments, d)
 		for _, task := range d.GetTaskIds() {

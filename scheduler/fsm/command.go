@@ -110,16 +110,22 @@ type WorkerDown struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// SubmitJob adds a job in state WAITING_FOR_SLOTS. Its id is derived from
-// the log index. When RequestID is set and the tenant already has a job
-// submitted with it, that job is the result and nothing changes, so that a
-// client may retry a submission whose outcome it did not learn. Every
-// module reference must name a registered version with that digest. Apply
-// result: Job.
+// SubmitJob adds a job in state WAITING_FOR_SLOTS. Its id is job-N, N the
+// cluster's next job number (see Numbered). When RequestID is set and the
+// tenant already has a job submitted with it, that job is the result and
+// nothing changes, so that a client may retry a submission whose outcome it
+// did not learn. Every module reference must name a registered version
+// with that digest. Apply result: Job.
 type SubmitJob struct {
-	Tenant string `json:"tenant"`
-	Name   string `json:"name"`
-	Spec   []byte `json:"spec,omitempty"`
+	// Numbered is set by every proposer: the job's number is the next of
+	// the cluster's count of jobs (job-1, job-2, …; a number an older job
+	// holds is skipped). A command without it is from a log written before
+	// jobs were numbered, whose ids were the log index of the submission:
+	// it keeps that id, so that old logs replay to the same state.
+	Numbered bool   `json:"numbered,omitempty"`
+	Tenant   string `json:"tenant"`
+	Name     string `json:"name"`
+	Spec     []byte `json:"spec,omitempty"`
 	// Tasks are the job's task ids (unique, non-empty), each needing a slot.
 	Tasks []string `json:"tasks"`
 	// Modules are the spec's module references, resolved by the leader.

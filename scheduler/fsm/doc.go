@@ -4,8 +4,8 @@
 //
 // The FSM is deterministic and does no I/O. It never reads a clock: every
 // command carries the time at which the leader proposed it, and identifiers
-// such as job ids derive from the Raft log index. Applying the same log to two
-// FSMs therefore yields byte-identical snapshots ([FSM.MarshalState]).
+// such as job ids are counted in the replicated state. Applying the same log
+// to two FSMs therefore yields byte-identical snapshots ([FSM.MarshalState]).
 //
 // Writers build a [Command] (for example [SubmitJob]), encode it with
 // [Encode] and hand the bytes to Raft; every member then calls

@@ -31,6 +31,8 @@ type state struct {
 	modules map[moduleKey][]*Module
 	workers map[string]*Worker
 	jobs    map[string]*Job
+	// jobSeq is the number of the latest numbered job (SubmitJob.Numbered).
+	jobSeq uint64
 }
 
 type moduleKey struct{ tenant, name string }
@@ -288,7 +290,18 @@ func (a *applier) submitJob(c *SubmitJob) (any, error) {
 			return nil, fmt.Errorf("job %q: module %s@%d with sha256 %s of tenant %q: %w", c.Name, m.Name, m.Version, m.SHA256, c.Tenant, ErrModuleNotFound)
 		}
 	}
-	id := "job-" + strconv.FormatUint(a.index, 10)
+	seq := a.st.jobSeq
+	id := "job-" + strconv.FormatUint(a.index, 10) // as before jobs were numbered
+	if c.Numbered {
+		for {
+			seq++
+			id = "job-" + strconv.FormatUint(seq, 10)
+			if _, taken := a.st.jobs[id]; !taken {
+				break
+			}
+		}
+	}
+	a.st.jobSeq = seq
 	j := &Job{
 		ID:                id,
 		Tenant:            c.Tenant,

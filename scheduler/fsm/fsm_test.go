@@ -292,6 +292,51 @@ func TestCommands(t *testing.T) {
 			},
 		},
 		{
+			name: "numbered jobs count",
+			given: []Command{
+				&RegisterWorker{ID: "w1", Address: "127.0.0.1:7001", Slots: 2, Incarnation: "i1"},
+				&SubmitJob{Numbered: true, Tenant: DefaultTenant, Name: "first", Tasks: []string{"a"}},
+				&RegisterModule{Tenant: DefaultTenant, Name: "enrich", SHA256: digest("e1"), Size: 10},
+				&CreateTenant{ID: "acme"},
+			},
+			when: &SubmitJob{Numbered: true, Tenant: "acme", Name: "second", Tasks: []string{"a"}},
+			then: func(t *testing.T, f *FSM, res any) {
+				if got := res.(Job); got.ID != "job-2" {
+					t.Errorf("second job %s, want job-2", got.ID)
+				}
+				if j := job(t, f, DefaultTenant, "job-1"); j.Name != "first" {
+					t.Errorf("job-1 is %+v", j)
+				}
+			},
+		},
+		{
+			name: "numbered job skips the number of a job from before numbering",
+			given: []Command{
+				&RegisterWorker{ID: "w1", Address: "127.0.0.1:7001", Slots: 2, Incarnation: "i1"},
+				&SubmitJob{Tenant: DefaultTenant, Name: "old", Tasks: []string{"a"}}, // job-2
+				&SubmitJob{Numbered: true, Tenant: DefaultTenant, Name: "new", Tasks: []string{"a"}},
+			},
+			when: &SubmitJob{Numbered: true, Tenant: DefaultTenant, Name: "newer", Tasks: []string{"a"}},
+			then: func(t *testing.T, f *FSM, res any) {
+				var ids []string
+				for _, j := range f.Jobs(DefaultTenant) {
+					ids = append(ids, j.ID+" "+j.Name)
+				}
+				if !slices.Equal(ids, []string{"job-2 old", "job-1 new", "job-3 newer"}) {
+					t.Errorf("jobs %v", ids)
+				}
+			},
+		},
+		{
+			name: "refused numbered job takes no number",
+			given: []Command{
+				&SubmitJob{Numbered: true, Tenant: DefaultTenant, Name: "first", Tasks: []string{"a"}},
+			},
+			when: &SubmitJob{Numbered: true, Tenant: DefaultTenant, Name: "j", Tasks: []string{"a"},
+				Modules: []ModuleRef{{Ref: "enrich", Name: "enrich", Version: 1, SHA256: digest("e1")}}},
+			wantErr: ErrModuleNotFound,
+		},
+		{
 			name:  "place job",
 			given: twoWorkersTwoJobs,
 			when:  &PlaceJob{JobID: "job-3", Attempt: 1, Deployment: map[string]string{"a": "w1", "b": "w2"}},

@@ -26,6 +26,9 @@ type snapshotDoc struct {
 	Modules      []Module      `json:"modules"`
 	Workers      []Worker      `json:"workers"`
 	Jobs         []Job         `json:"jobs"`
+	// JobSeq is absent until a job is numbered, so that the snapshots of
+	// states from before numbering keep their bytes.
+	JobSeq uint64 `json:"job_seq,omitempty"`
 }
 
 // MarshalState encodes the whole state deterministically: two FSMs that
@@ -46,6 +49,7 @@ func (s *state) marshal() ([]byte, error) {
 		Modules:      []Module{},
 		Workers:      make([]Worker, 0, len(s.workers)),
 		Jobs:         make([]Job, 0, len(s.jobs)),
+		JobSeq:       s.jobSeq,
 	}
 	for _, id := range slices.Sorted(maps.Keys(s.tenants)) {
 		doc.Tenants = append(doc.Tenants, *s.tenants[id])
@@ -163,6 +167,7 @@ func unmarshalState(data []byte) (*state, error) {
 		modules:      map[moduleKey][]*Module{},
 		workers:      make(map[string]*Worker, len(doc.Workers)),
 		jobs:         make(map[string]*Job, len(doc.Jobs)),
+		jobSeq:       doc.JobSeq,
 	}
 	corrupt := func(format string, args ...any) error {
 		return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrCorruptSnapshot)

@@ -114,8 +114,8 @@ func (s JobState) Terminal() bool {
 
 // Job is a submitted job and its current deployment.
 type Job struct {
-	// ID is assigned by the FSM from the log index of the SubmitJob command:
-	// "job-<index>".
+	// ID is assigned by the FSM: "job-<n>", n counting the cluster's jobs
+	// (see SubmitJob.Numbered).
 	ID     string `json:"id"`
 	Tenant string `json:"tenant"`
 	Name   string `json:"name"`

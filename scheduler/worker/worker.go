@@ -122,6 +122,9 @@ type Worker struct {
 	ended map[string][]dataflow.NodeSummary
 	// stores are the checkpoint storages opened, by URL.
 	stores map[string]storage.Store
+	// unhold cancels the heartbeat call in flight, which the leader may
+	// be holding (see loop); nil between calls.
+	unhold context.CancelFunc
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -343,11 +346,18 @@ func (w *Worker) register(ctx context.Context) (*eddyv1.RegisterWorkerResponse, 
 // unanswered for the heartbeat timeout cancels its tasks: the leader has
 // declared it lost and placed them elsewhere, and the same task must not
 // run twice for long.
+//
+// A leader that answers with a state index holds the next heartbeat until
+// its state moves on from that index (or for up to the interval): the
+// worker then keeps one heartbeat in flight, and learns of a placement or
+// a checkpoint trigger as soon as it is committed. A kick cancels the held
+// call, so that a task's end is reported at once.
 func (w *Worker) loop(ctx context.Context, reg *eddyv1.RegisterWorkerResponse) {
 	defer close(w.done)
 	interval := durationMs(reg.GetHeartbeatIntervalMs(), time.Second)
 	timeout := durationMs(reg.GetHeartbeatTimeoutMs(), 5*interval)
 	lastOK := time.Now()
+	var index uint64 // the state index of the last answer; 0: none, or a leader that does not hold
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for {
@@ -357,7 +367,8 @@ func (w *Worker) loop(ctx context.Context, reg *eddyv1.RegisterWorkerResponse) {
 		case <-timer.C:
 		case <-w.kickCh:
 		}
-		resp, err := w.heartbeat(ctx)
+		resp, err := w.heartbeat(ctx, index, interval)
+		again := false // call again at once
 		switch {
 		case err == nil:
 			lastOK = time.Now()
@@ -365,9 +376,14 @@ func (w *Worker) loop(ctx context.Context, reg *eddyv1.RegisterWorkerResponse) {
 				interval = time.Duration(ms) * time.Millisecond
 			}
 			w.apply(ctx, resp)
+			index = resp.GetStateIndex()
+			again = index != 0
+		case status.Code(err) == codes.Canceled && ctx.Err() == nil:
+			again = true // a kick: report at once
 		case status.Code(err) == codes.NotFound:
 			w.log.Warn("the leader does not know this worker: cancelling its tasks and registering again", "err", err)
 			w.cancelAll()
+			index = 0
 			if r, err := w.register(ctx); err == nil {
 				reg = r
 				lastOK = time.Now()
@@ -379,7 +395,11 @@ func (w *Worker) loop(ctx context.Context, reg *eddyv1.RegisterWorkerResponse) {
 				w.cancelAll()
 			}
 		}
-		timer.Reset(interval)
+		if again {
+			timer.Reset(0)
+		} else {
+			timer.Reset(interval)
+		}
 	}
 }
 
@@ -391,22 +411,41 @@ func durationMs(ms int64, def time.Duration) time.Duration {
 }
 
 // kick wakes the heartbeat loop early, when a task reached a terminal
-// state, so that the leader learns it at once.
+// state, so that the leader learns it at once: it cancels the heartbeat
+// in flight, which the leader may be holding.
 func (w *Worker) kick() {
 	select {
 	case w.kickCh <- struct{}{}:
 	default:
 	}
+	w.mu.Lock()
+	if w.unhold != nil {
+		w.unhold()
+	}
+	w.mu.Unlock()
 }
 
-func (w *Worker) heartbeat(ctx context.Context) (*eddyv1.HeartbeatResponse, error) {
-	req := &eddyv1.HeartbeatRequest{WorkerId: w.cfg.ID, InstanceId: w.instance, Tasks: w.reports()}
+// heartbeat makes one heartbeat, which the leader may hold for up to wait
+// while its state is at index.
+func (w *Worker) heartbeat(ctx context.Context, index uint64, wait time.Duration) (*eddyv1.HeartbeatResponse, error) {
+	// A kick from now on cancels the call: its news may not be in the
+	// reports.
+	ctx, cancel := context.WithTimeout(ctx, wait+5*time.Second)
+	defer cancel()
+	w.mu.Lock()
+	w.unhold = cancel
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.unhold = nil
+		w.mu.Unlock()
+	}()
+	req := &eddyv1.HeartbeatRequest{WorkerId: w.cfg.ID, InstanceId: w.instance, Tasks: w.reports(),
+		StateIndex: index, WaitMs: uint32(wait.Milliseconds())}
 	var resp *eddyv1.HeartbeatResponse
 	err := w.call(ctx, func(c eddyv1.ClusterClient) error {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		defer cancel()
 		var err error
-		resp, err = c.Heartbeat(cctx, req)
+		resp, err = c.Heartbeat(ctx, req)
 		return err
 	})
 	return resp, err

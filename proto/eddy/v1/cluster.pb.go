@@ -321,7 +321,16 @@ type HeartbeatRequest struct {
 	// Every task the worker holds: all that are not terminal, and terminal
 	// ones until a response lists them in `released` (so a FINISHED or
 	// FAILED report cannot be lost).
-	Tasks         []*TaskReport `protobuf:"bytes,3,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	Tasks []*TaskReport `protobuf:"bytes,3,rep,name=tasks,proto3" json:"tasks,omitempty"`
+	// Long polling: the state_index of the previous answer (0: none), and
+	// how long the leader may hold this answer while its state is still at
+	// that index (0: answer at once). Nothing the answer says can change
+	// before the state does, except what the worker reports, and the worker
+	// cancels a held call when it has something new to report (a task
+	// reached a terminal state) and calls again. The leader holds an answer
+	// for at most its heartbeat interval.
+	StateIndex    uint64 `protobuf:"varint,4,opt,name=state_index,json=stateIndex,proto3" json:"state_index,omitempty"`
+	WaitMs        uint32 `protobuf:"varint,5,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -375,6 +384,20 @@ func (x *HeartbeatRequest) GetTasks() []*TaskReport {
 		return x.Tasks
 	}
 	return nil
+}
+
+func (x *HeartbeatRequest) GetStateIndex() uint64 {
+	if x != nil {
+		return x.StateIndex
+	}
+	return 0
+}
+
+func (x *HeartbeatRequest) GetWaitMs() uint32 {
+	if x != nil {
+		return x.WaitMs
+	}
+	return 0
 }
 
 // ModuleRef is a module reference of a job spec pinned to one version at
@@ -818,8 +841,12 @@ type HeartbeatResponse struct {
 	// The latest completed checkpoint of each job attempt the worker runs
 	// tasks of.
 	CompletedCheckpoints []*CheckpointCompletion `protobuf:"bytes,7,rep,name=completed_checkpoints,json=completedCheckpoints,proto3" json:"completed_checkpoints,omitempty"`
-	unknownFields        protoimpl.UnknownFields
-	sizeCache            protoimpl.SizeCache
+	// The index of the leader's state this answer was computed from, for
+	// the next request's state_index. A leader that answers with 0 does not
+	// hold answers: the worker calls again after heartbeat_interval_ms.
+	StateIndex    uint64 `protobuf:"varint,8,opt,name=state_index,json=stateIndex,proto3" json:"state_index,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HeartbeatResponse) Reset() {
@@ -899,6 +926,13 @@ func (x *HeartbeatResponse) GetCompletedCheckpoints() []*CheckpointCompletion {
 		return x.CompletedCheckpoints
 	}
 	return nil
+}
+
+func (x *HeartbeatResponse) GetStateIndex() uint64 {
+	if x != nil {
+		return x.StateIndex
+	}
+	return 0
 }
 
 type AckCheckpointRequest struct {
@@ -1108,12 +1142,15 @@ const file_eddy_v1_cluster_proto_rawDesc = "" +
 	"\x04task\x18\x01 \x01(\v2\x10.eddy.v1.TaskRefR\x04task\x12(\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x12.eddy.v1.TaskStateR\x05state\x12.\n" +
 	"\ametrics\x18\x03 \x01(\v2\x14.eddy.v1.TaskMetricsR\ametrics\x12\x14\n" +
-	"\x05error\x18\x04 \x01(\tR\x05error\"{\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\"\xb5\x01\n" +
 	"\x10HeartbeatRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x1f\n" +
 	"\vinstance_id\x18\x02 \x01(\tR\n" +
 	"instanceId\x12)\n" +
-	"\x05tasks\x18\x03 \x03(\v2\x13.eddy.v1.TaskReportR\x05tasks\"c\n" +
+	"\x05tasks\x18\x03 \x03(\v2\x13.eddy.v1.TaskReportR\x05tasks\x12\x1f\n" +
+	"\vstate_index\x18\x04 \x01(\x04R\n" +
+	"stateIndex\x12\x17\n" +
+	"\await_ms\x18\x05 \x01(\rR\x06waitMs\"c\n" +
 	"\tModuleRef\x12\x10\n" +
 	"\x03ref\x18\x01 \x01(\tR\x03ref\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
@@ -1146,7 +1183,7 @@ const file_eddy_v1_cluster_proto_rawDesc = "" +
 	"\x14CheckpointCompletion\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12#\n" +
-	"\rcheckpoint_id\x18\x03 \x01(\x04R\fcheckpointId\"\xa3\x03\n" +
+	"\rcheckpoint_id\x18\x03 \x01(\x04R\fcheckpointId\"\xc4\x03\n" +
 	"\x11HeartbeatResponse\x125\n" +
 	"\vdeployments\x18\x01 \x03(\v2\x13.eddy.v1.DeploymentR\vdeployments\x123\n" +
 	"\fcancel_tasks\x18\x02 \x03(\v2\x10.eddy.v1.TaskRefR\vcancelTasks\x12\x1f\n" +
@@ -1155,7 +1192,9 @@ const file_eddy_v1_cluster_proto_rawDesc = "" +
 	"\breleased\x18\x04 \x03(\v2\x10.eddy.v1.TaskRefR\breleased\x122\n" +
 	"\x15heartbeat_interval_ms\x18\x05 \x01(\x03R\x13heartbeatIntervalMs\x12K\n" +
 	"\x13trigger_checkpoints\x18\x06 \x03(\v2\x1a.eddy.v1.CheckpointTriggerR\x12triggerCheckpoints\x12R\n" +
-	"\x15completed_checkpoints\x18\a \x03(\v2\x1d.eddy.v1.CheckpointCompletionR\x14completedCheckpoints\"\xeb\x02\n" +
+	"\x15completed_checkpoints\x18\a \x03(\v2\x1d.eddy.v1.CheckpointCompletionR\x14completedCheckpoints\x12\x1f\n" +
+	"\vstate_index\x18\b \x01(\x04R\n" +
+	"stateIndex\"\xeb\x02\n" +
 	"\x14AckCheckpointRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12#\n" +

@@ -57,7 +57,10 @@ type ClusterClient interface {
 	RegisterWorker(ctx context.Context, in *RegisterWorkerRequest, opts ...grpc.CallOption) (*RegisterWorkerResponse, error)
 	// Heartbeat reports the worker's tasks and returns what to change. The
 	// worker calls it every heartbeat_interval_ms, and may call it sooner
-	// when a task reaches a terminal state.
+	// when a task reaches a terminal state. A worker may instead keep one
+	// call open (HeartbeatRequest.wait_ms): the leader then answers when its
+	// state changes, so that the worker learns of a placement, a cancel or
+	// a checkpoint trigger at once rather than at its next heartbeat.
 	//
 	// NOT_FOUND means the leader does not know this worker instance (never
 	// registered, replaced by a newer instance with the same worker_id, or
@@ -147,7 +150,10 @@ type ClusterServer interface {
 	RegisterWorker(context.Context, *RegisterWorkerRequest) (*RegisterWorkerResponse, error)
 	// Heartbeat reports the worker's tasks and returns what to change. The
 	// worker calls it every heartbeat_interval_ms, and may call it sooner
-	// when a task reaches a terminal state.
+	// when a task reaches a terminal state. A worker may instead keep one
+	// call open (HeartbeatRequest.wait_ms): the leader then answers when its
+	// state changes, so that the worker learns of a placement, a cancel or
+	// a checkpoint trigger at once rather than at its next heartbeat.
 	//
 	// NOT_FOUND means the leader does not know this worker instance (never
 	// registered, replaced by a newer instance with the same worker_id, or
