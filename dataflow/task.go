@@ -72,6 +72,15 @@ type task struct {
 	rr          []int // round-robin position per output
 	stores      []state.Store
 
+	// Output buffers (output_buffer.go): bufs[i] holds what goes on
+	// chain.outputs[i] — one buffer, or one per consumer subtask of a keyed
+	// output. buffered counts the non-empty ones; flushAt is the earliest
+	// deadline among them (zero when none is).
+	bufs          [][]outputBuffer
+	buffered      int
+	flushAt       time.Time
+	bufferTimeout time.Duration // 0: every batch goes at once
+
 	// Event time.
 	wm        int64   // the task's current watermark
 	chanWM    []int64 // per input channel
@@ -183,6 +192,7 @@ func (t *task) run(ctx context.Context) (err error) {
 	for i := range t.rr {
 		t.rr[i] = t.subtask // spread the first batches of each producer
 	}
+	t.openBuffers()
 	if t.restoredWM != math.MinInt64 {
 		// Where the checkpoint left event time: the stages see it again
 		// (timers it makes due fired before the snapshot), consumers too.
@@ -373,7 +383,10 @@ func (t *task) close() error {
 // max_out_of_orderness − 1 over the subtask, or, for a SplitSource, the
 // lowest of that over the splits that are not idle (splitClock). A
 // subtask that produced nothing for idle_timeout (every split idle) tells
-// its consumers it is idle; its next watermark ends that.
+// its consumers it is idle; its next watermark ends that. What it sends
+// waits in the output buffers; while some does, Next runs on a goroutine
+// of its own (readSource), so that it leaves on time however long Next
+// blocks.
 func (t *task) runSource(ctx context.Context) error {
 	bs := t.job.spec.BatchSize
 	stats := t.chain.head().stats
@@ -404,6 +417,8 @@ func (t *task) runSource(ctx context.Context) error {
 	if len(t.stages) > 0 {
 		reuse = stream.NewBatch(bs)
 	}
+	var flush flushTimer
+	defer flush.stop()
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -412,13 +427,19 @@ func (t *task) runSource(ctx context.Context) error {
 		if err := t.checkMailbox(ctx); err != nil {
 			return err
 		}
+		if err := t.flushDue(ctx, time.Now()); err != nil {
+			return err
+		}
 		b := reuse
 		if b == nil {
 			b = stream.NewBatch(bs)
 		} else {
 			b.Reset()
 		}
-		err := t.source.Next(ctx, b, bs)
+		err, ferr := t.readSource(ctx, &flush, b, bs)
+		if ferr != nil {
+			return ferr
+		}
 		if pending != nil {
 			if n, ok := pending.PendingRecords(); ok {
 				t.metrics.pending.Store(n)
@@ -550,6 +571,8 @@ func (t *task) runGate(ctx context.Context) error {
 	if t.mailbox != nil {
 		mail = t.mailbox.signal
 	}
+	var flush flushTimer
+	defer flush.stop()
 	for open > 0 {
 		m, replayed := t.align.next()
 		if !replayed {
@@ -558,6 +581,12 @@ func (t *task) runGate(ctx context.Context) error {
 				return ctx.Err()
 			case <-gate.failed:
 				return gate.err
+			case <-flush.channel(t):
+				flush.fired()
+				if err := t.flushDue(ctx, time.Now()); err != nil {
+					return err
+				}
+				continue
 			case now := <-tick:
 				if err := t.processingTime(ctx, now); err != nil {
 					return err
@@ -794,42 +823,34 @@ func (t *task) owned(b *stream.Batch) **stream.Batch {
 	return nil
 }
 
-// send delivers b to outs: to the same subtask on a forward edge,
-// round-robin by batch on a rebalance edge, by key group on a keyed edge.
-// b leaves this goroutine and is read-only from here on (consumers of a
-// fan-out share it), so a stage that owned it gets a new one.
+// send hands b to outs: to the same subtask on a forward edge,
+// round-robin by batch on a rebalance edge, by key group on a keyed edge,
+// through the outputs' buffers (output_buffer.go). b leaves this goroutine
+// and is read-only from here on (consumers of a fan-out share it, buffers
+// keep its records), so a stage that owned it gets a new one.
 func (t *task) send(ctx context.Context, outs []*output, b *stream.Batch) error {
 	if slot := t.owned(b); slot != nil {
 		*slot = stream.NewBatch(t.job.spec.BatchSize)
 	}
 	for _, o := range outs {
 		idx := t.outputIndex(o)
-		targets := t.outs[idx]
-		channel := o.channel(t.subtask)
 		t.metrics.out.Add(int64(b.Len()))
-		switch o.mode {
-		case forward:
-			if err := targets[t.subtask].deliver(ctx, message{kind: msgBatch, channel: channel, batch: b}, t.metrics); err != nil {
+		if o.mode != hashKey {
+			if err := t.buffer(ctx, idx, 0, b); err != nil {
 				return err
 			}
-		case rebalance:
-			target := t.rr[idx] % o.to.parallelism
-			t.rr[idx]++
-			if err := targets[target].deliver(ctx, message{kind: msgBatch, channel: channel, batch: b}, t.metrics); err != nil {
-				return err
+			continue
+		}
+		parts, err := t.partition(o, b)
+		if err != nil {
+			return err
+		}
+		for target, part := range parts {
+			if part == nil {
+				continue
 			}
-		case hashKey:
-			parts, err := t.partition(o, b)
-			if err != nil {
+			if err := t.buffer(ctx, idx, target, part); err != nil {
 				return err
-			}
-			for target, part := range parts {
-				if part == nil {
-					continue
-				}
-				if err := targets[target].deliver(ctx, message{kind: msgBatch, channel: channel, batch: part}, t.metrics); err != nil {
-					return err
-				}
 			}
 		}
 	}
@@ -907,9 +928,13 @@ func (t *task) finish(ctx context.Context) error {
 }
 
 // broadcast sends a control message to every consumer subtask of every
-// output.
+// output, after the records the output buffers hold: it never overtakes
+// them.
 func (t *task) broadcast(ctx context.Context, m message) error {
 	for i, o := range t.chain.outputs {
+		if err := t.flushOutput(ctx, i); err != nil {
+			return err
+		}
 		m.channel = o.channel(t.subtask)
 		for _, target := range t.outs[i] {
 			if target == nil {

@@ -2,7 +2,8 @@
 // pipelines with operators in native Go and as Wasm modules in one process,
 // one after the other, and prints records/s and their ratios. Absolute
 // figures drift on shared machines; the ratios from one run are what to
-// compare.
+// compare. It then runs a paced job with several buffer_timeout values
+// and prints the end-to-end latency of its records.
 package main
 
 import (
@@ -28,10 +29,27 @@ func main() {
 	records := flag.Int("records", 2_000_000, "records per pipeline run")
 	runs := flag.Int("runs", 3, "runs per variant (the median is reported)")
 	root := flag.String("root", ".", "repository root (for udfs/build)")
+	latencyFor := flag.Duration("latency-for", 3*time.Second, "how long each latency run lasts")
+	only := flag.String("only", "", "run one part: pipeline, operator or latency (default: all)")
 	flag.Parse()
-	err := benchProjection(*root, *records, *runs)
-	if err == nil {
+	var err error
+	switch *only {
+	case "":
+		err = benchProjection(*root, *records, *runs)
+		if err == nil {
+			err = benchOperatorOnly(*root, *records, *runs)
+		}
+		if err == nil {
+			err = benchLatency(*latencyFor)
+		}
+	case "pipeline":
+		err = benchProjection(*root, *records, *runs)
+	case "operator":
 		err = benchOperatorOnly(*root, *records, *runs)
+	case "latency":
+		err = benchLatency(*latencyFor)
+	default:
+		err = fmt.Errorf("-only %q: want pipeline, operator or latency", *only)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "eddy-bench:", err)

@@ -64,7 +64,9 @@ func Parse(data []byte, file string) (*Spec, error) {
 	if err := checkFields(loc, root, reflect.TypeOf(Spec{}), "the job"); err != nil {
 		return nil, err
 	}
-	var s Spec
+	// Set before decoding: a buffer_timeout left out (or null) keeps the
+	// default, one written as 0 means no wait at all.
+	s := Spec{BufferTimeout: Duration(DefaultBufferTimeout)}
 	if err := root.Decode(&s); err != nil {
 		return nil, yamlError(loc, err)
 	}

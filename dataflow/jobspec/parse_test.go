@@ -56,6 +56,41 @@ func TestDuration(t *testing.T) {
 	}
 }
 
+// TestBufferTimeout: left out (or null) is the default, 0 is kept (no
+// wait), a negative number of milliseconds is refused.
+func TestBufferTimeout(t *testing.T) {
+	tests := []struct {
+		name, field string
+		want        time.Duration
+		err         string
+	}{
+		{"absent", "", DefaultBufferTimeout, ""},
+		{"null", "buffer_timeout: ~\n", DefaultBufferTimeout, ""},
+		{"zero", "buffer_timeout: 0\n", 0, ""},
+		{"zero duration", "buffer_timeout: 0s\n", 0, ""},
+		{"five ms", "buffer_timeout: 5ms\n", 5 * time.Millisecond, ""},
+		{"negative ms", "buffer_timeout: -1\n", 0, "job spec: buffer_timeout must not be negative (0 sends every batch at once; leave it out for 100ms)"},
+		{"negative duration", "buffer_timeout: -5ms\n", 0, `"-5ms" is not a duration`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Parse([]byte("name: x\n"+tc.field+"nodes:\n  - {name: g, source: {generator: {kind: sequence}}}\n  - {name: o, input: g, sink: {stdout: {}}}\n"), "")
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) || !errors.Is(err, ErrInvalid) {
+					t.Fatalf("err = %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.BufferTimeout.D() != tc.want {
+				t.Fatalf("buffer_timeout = %v, want %v", s.BufferTimeout.D(), tc.want)
+			}
+		})
+	}
+}
+
 func TestParseErrors(t *testing.T) {
 	tests := []struct {
 		name string

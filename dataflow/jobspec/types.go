@@ -17,8 +17,13 @@ type Spec struct {
 	// BatchSize is the largest number of records in one batch between
 	// operators (the unit that crosses the Wasm boundary and the queues).
 	BatchSize int `yaml:"batch_size"`
-	// BufferTimeout bounds how long a partially filled batch waits before
-	// it is sent downstream (Flink's buffer timeout).
+	// BufferTimeout bounds how long a batch that is not full waits in a
+	// task's output before it is sent downstream (Flink's buffer timeout):
+	// a batch goes when it holds BatchSize records or when BufferTimeout
+	// has passed since its first record, whichever comes first. Left out
+	// it is DefaultBufferTimeout (100ms); 0 sends every batch as soon as
+	// the task produced it (the lowest latency, the smallest batches); a
+	// negative value is refused.
 	BufferTimeout Duration `yaml:"buffer_timeout"`
 	// StateBackend is where keyed state lives: "pebble" (default; larger
 	// than memory) or "memory" (small, latency-critical state).

@@ -27,8 +27,8 @@ func (s *Spec) validate(loc string) error {
 	if s.BatchSize > MaxBatchSize {
 		return invalidf("%s: batch_size %d is larger than %d", loc, s.BatchSize, MaxBatchSize)
 	}
-	if s.BufferTimeout == 0 {
-		s.BufferTimeout = Duration(DefaultBufferTimeout)
+	if s.BufferTimeout < 0 {
+		return invalidf("%s: buffer_timeout must not be negative (0 sends every batch at once; leave it out for %v)", loc, DefaultBufferTimeout)
 	}
 	switch s.StateBackend {
 	case "":

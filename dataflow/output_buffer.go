@@ -1,0 +1,207 @@
+package dataflow
+
+import (
+	"context"
+	"time"
+
+	"github.com/eddy-stream/eddy/dataflow/stream"
+)
+
+// Output buffers: the records a task sends downstream wait in a batch of
+// their output until it holds batch_size records or buffer_timeout has
+// passed since its first record, whichever comes first, as Flink's output
+// flusher. Batches that cross a queue or the network are then full at high
+// rates, and a record of a low-rate stream still leaves within the
+// timeout. Every buffer lives in the task's goroutine: the task flushes
+// them between two messages (runGate), and while its source's Next blocks
+// (readSource). A control message — watermark, idleness, barrier, end of
+// stream — first flushes what its output holds, so it never overtakes a
+// record sent before it.
+
+// outputBuffer is the batch in the making of one output of a task (forward
+// and rebalance edges) or of one consumer subtask of a keyed output.
+type outputBuffer struct {
+	batch *stream.Batch // nil while empty
+	since time.Time     // when its first record came
+}
+
+// openBuffers sizes the task's output buffers after its outputs.
+func (t *task) openBuffers() {
+	t.bufferTimeout = t.job.spec.BufferTimeout.D()
+	t.bufs = make([][]outputBuffer, len(t.chain.outputs))
+	for i, o := range t.chain.outputs {
+		n := 1
+		if o.mode == hashKey {
+			n = o.to.parallelism
+		}
+		t.bufs[i] = make([]outputBuffer, n)
+	}
+}
+
+// buffer adds the records of b to output idx's buffer slot (the consumer
+// subtask of a keyed output, else 0) and sends the buffer each time it is
+// full. b is read-only (see send), so the buffer takes its records without
+// copying their bytes. A batch that would not wait goes on as it is: with
+// no timeout, or full already with nothing buffered before it.
+func (t *task) buffer(ctx context.Context, idx, slot int, b *stream.Batch) error {
+	size := t.job.spec.BatchSize
+	buf := &t.bufs[idx][slot]
+	if buf.batch == nil && (t.bufferTimeout <= 0 || b.Len() >= size) {
+		return t.deliverBatch(ctx, idx, slot, b)
+	}
+	for i := range b.Records {
+		if buf.batch == nil {
+			buf.batch = stream.NewBatch(size)
+			buf.since = time.Now()
+			t.buffered++
+			t.armFlush(buf.since.Add(t.bufferTimeout))
+		}
+		buf.batch.AddOwned(b.Records[i])
+		if buf.batch.Len() >= size {
+			if err := t.flushBuffer(ctx, idx, slot); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// deliverBatch sends b on output idx: to the same subtask on a forward
+// edge, round-robin by batch on a rebalance edge, to subtask slot on a
+// keyed edge.
+func (t *task) deliverBatch(ctx context.Context, idx, slot int, b *stream.Batch) error {
+	o := t.chain.outputs[idx]
+	target := slot
+	switch o.mode {
+	case forward:
+		target = t.subtask
+	case rebalance:
+		target = t.rr[idx] % o.to.parallelism
+		t.rr[idx]++
+	}
+	return t.outs[idx][target].deliver(ctx, message{kind: msgBatch, channel: o.channel(t.subtask), batch: b}, t.metrics)
+}
+
+// flushBuffer sends what buffer slot of output idx holds, if anything.
+func (t *task) flushBuffer(ctx context.Context, idx, slot int) error {
+	buf := &t.bufs[idx][slot]
+	b := buf.batch
+	if b == nil {
+		return nil
+	}
+	buf.batch = nil
+	t.buffered--
+	if t.buffered == 0 {
+		t.flushAt = time.Time{}
+	}
+	return t.deliverBatch(ctx, idx, slot, b)
+}
+
+// flushOutput sends every buffer of output idx.
+func (t *task) flushOutput(ctx context.Context, idx int) error {
+	for slot := range t.bufs[idx] {
+		if err := t.flushBuffer(ctx, idx, slot); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// flushDue sends the buffers whose first record is buffer_timeout old at
+// now, and sets flushAt to the deadline of the earliest one left.
+func (t *task) flushDue(ctx context.Context, now time.Time) error {
+	if t.buffered == 0 || now.Before(t.flushAt) {
+		return nil
+	}
+	t.flushAt = time.Time{}
+	for idx := range t.bufs {
+		for slot := range t.bufs[idx] {
+			buf := &t.bufs[idx][slot]
+			if buf.batch == nil {
+				continue
+			}
+			if due := buf.since.Add(t.bufferTimeout); now.Before(due) {
+				t.armFlush(due)
+				continue
+			}
+			if err := t.flushBuffer(ctx, idx, slot); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// armFlush makes deadline the next flush if it is earlier than the one
+// set. A flushAt whose buffer went out full is left in place: flushDue
+// finds nothing due then and moves it on.
+func (t *task) armFlush(deadline time.Time) {
+	if t.flushAt.IsZero() || deadline.Before(t.flushAt) {
+		t.flushAt = deadline
+	}
+}
+
+// flushTimer is a timer that fires at the task's next flush; it is reset
+// only when that deadline changes.
+type flushTimer struct {
+	timer *time.Timer
+	at    time.Time
+}
+
+// channel returns the channel that delivers the task's next flush, nil
+// when nothing is buffered.
+func (f *flushTimer) channel(t *task) <-chan time.Time {
+	if t.buffered == 0 {
+		return nil
+	}
+	if !t.flushAt.Equal(f.at) {
+		f.at = t.flushAt
+		d := time.Until(f.at)
+		if f.timer == nil {
+			f.timer = time.NewTimer(d)
+		} else {
+			f.timer.Reset(d)
+		}
+	}
+	return f.timer.C
+}
+
+// fired is called after the timer's channel delivered.
+func (f *flushTimer) fired() { f.at = time.Time{} }
+
+func (f *flushTimer) stop() {
+	if f.timer != nil {
+		f.timer.Stop()
+	}
+}
+
+// readSource calls the source's Next. With records waiting in the output
+// buffers, Next runs on a goroutine of its own while the task flushes them
+// on time, since Next may block for long (a Kafka poll, a paced
+// generator): a low-rate stream's records then leave within buffer_timeout
+// instead of waiting for the next ones. The task waits for that Next
+// before it touches the source again, so the source is still used by one
+// goroutine at a time. flushErr is a failure to send; Next's own error is
+// nextErr.
+func (t *task) readSource(ctx context.Context, timer *flushTimer, b *stream.Batch, limit int) (nextErr, flushErr error) {
+	if t.buffered == 0 {
+		return t.source.Next(ctx, b, limit), nil
+	}
+	readCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- t.source.Next(readCtx, b, limit) }()
+	for {
+		select {
+		case err := <-done:
+			return err, nil
+		case <-timer.channel(t):
+			timer.fired()
+			if err := t.flushDue(ctx, time.Now()); err != nil {
+				cancel() // Next must not outlive the task's use of the source
+				<-done
+				return nil, err
+			}
+		}
+	}
+}

@@ -1,0 +1,207 @@
+package dataflow_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/eddy-stream/eddy/dataflow"
+	"github.com/eddy-stream/eddy/dataflow/stream"
+)
+
+// trickleSource produces one record per Next, n in all. Then it ends with
+// io.EOF or, with hold set, blocks in Next until its context is done: a
+// source with nothing more to read.
+type trickleSource struct {
+	n, next  int
+	hold     bool
+	produced *atomic.Int64
+}
+
+func (s *trickleSource) Open(context.Context, stream.TaskInfo) error { return nil }
+func (s *trickleSource) Next(ctx context.Context, b *stream.Batch, _ int) error {
+	if s.next == s.n {
+		if !s.hold {
+			return io.EOF
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	b.Add(nil, fmt.Appendf(nil, `{"seq":%d}`, s.next), int64(s.next))
+	s.next++
+	s.produced.Add(1)
+	return nil
+}
+func (s *trickleSource) Close() error { return nil }
+
+// batchRecorder collects the records and batch sizes the sinks of a test
+// job got.
+type batchRecorder struct {
+	mu      sync.Mutex
+	records int
+	sizes   []int
+}
+
+func (r *batchRecorder) got() (records int, sizes []int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.records, slices.Clone(r.sizes)
+}
+
+type batchSink struct{ r *batchRecorder }
+
+func (s batchSink) Open(context.Context, stream.TaskInfo) error { return nil }
+func (s batchSink) Write(_ context.Context, b *stream.Batch) error {
+	s.r.mu.Lock()
+	s.r.records += b.Len()
+	s.r.sizes = append(s.r.sizes, b.Len())
+	s.r.mu.Unlock()
+	return nil
+}
+func (batchSink) Finish(context.Context) error { return nil }
+func (batchSink) Close() error                 { return nil }
+
+// passOperator forwards its input.
+type passOperator struct{}
+
+func (passOperator) Open(context.Context, stream.TaskInfo) error { return nil }
+func (passOperator) Process(_ context.Context, in, out *stream.Batch) error {
+	out.AddRecords(in.Records)
+	return nil
+}
+func (passOperator) Finish(context.Context, *stream.Batch) error { return nil }
+func (passOperator) Close() error                                { return nil }
+
+// A source of one subtask spreading over two sink subtasks: the source
+// task's output buffers the records.
+const trickleFanOut = `name: trickle
+buffer_timeout: %s
+nodes:
+  - name: src
+    source: {generator: {kind: sequence}}
+  - name: out
+    input: src
+    parallelism: 2
+    sink: {discard: {}}
+`
+
+// The same through a task between them, whose output buffers too.
+const trickleThrough = `name: trickle-through
+buffer_timeout: %s
+nodes:
+  - name: src
+    source: {generator: {kind: sequence}}
+  - name: pass
+    input: src
+    parallelism: 2
+    wasm: {module: "native:pass"}
+  - name: out
+    input: pass
+    parallelism: 1
+    sink: {discard: {}}
+`
+
+func newTrickleJob(t *testing.T, text string, src func() stream.Source, r *batchRecorder) *dataflow.Job {
+	t.Helper()
+	job, err := dataflow.NewJob(context.Background(), parse(t, text), dataflow.Options{
+		Connectors:      testConnectors{src: src, sink: func() stream.Sink { return batchSink{r} }},
+		NativeOperators: map[string]func() stream.Operator{"native:pass": func() stream.Operator { return passOperator{} }},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return job
+}
+
+// TestBufferTimeoutFlushesLowRate: a source that produced three records,
+// far from a full batch (256), and then waits in Next for more gets them
+// to the sinks anyway — after buffer_timeout, from the output buffers of
+// the source task while its Next blocks, of a task in between while it
+// waits for input, and over an Exchange stream to another worker.
+func TestBufferTimeoutFlushesLowRate(t *testing.T) {
+	const n = 3
+	for _, tc := range []struct {
+		name   string
+		spec   string
+		remote bool
+	}{
+		{"source task", trickleFanOut, false},
+		{"task in between", trickleThrough, false},
+		{"to another worker", trickleFanOut, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var produced atomic.Int64
+			src := func() stream.Source { return &trickleSource{n: n, hold: true, produced: &produced} }
+			r := &batchRecorder{}
+			text := fmt.Sprintf(tc.spec, "20ms")
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var runs []<-chan runResult
+			if tc.remote {
+				a, b := startWorker(t), startWorker(t)
+				jobA, jobB := newTrickleJob(t, text, src, r), newTrickleJob(t, text, src, r)
+				da, db := split(t, jobA.Spec(), a, b, 1, sourceOnA)
+				runs = append(runs, runDeployment(ctx, jobB, db, b.ex), runDeployment(ctx, jobA, da, a.ex))
+			} else {
+				job := newTrickleJob(t, text, src, r)
+				done := make(chan runResult, 1)
+				go func() {
+					sum, err := job.Run(ctx)
+					done <- runResult{sum, err}
+				}()
+				runs = append(runs, done)
+			}
+			waitFor(t, "the sinks get the source's records", 30*time.Second, func() bool {
+				got, _ := r.got()
+				return got == n
+			})
+			if p := produced.Load(); p != n {
+				t.Fatalf("the source produced %d records, want %d: it must still be waiting for more", p, n)
+			}
+			cancel()
+			for i, done := range runs {
+				if res := await(t, fmt.Sprintf("run %d", i), done, 10*time.Second); !errors.Is(res.err, context.Canceled) {
+					t.Fatalf("run %d: err = %v, want context.Canceled", i, res.err)
+				}
+			}
+		})
+	}
+}
+
+// TestBufferTimeoutBatches: with a timeout that never passes, records
+// produced one at a time reach the sinks in full batches (batch_size 4),
+// the rest at the end of the stream; with 0 each goes on at once, alone.
+func TestBufferTimeoutBatches(t *testing.T) {
+	const n = 10
+	for _, tc := range []struct {
+		timeout string
+		want    []int // batch sizes at the sinks, sorted
+	}{
+		{"1h", []int{2, 4, 4}},
+		{"0", []int{1, 1, 1, 1, 1, 1, 1, 1, 1, 1}},
+	} {
+		t.Run(tc.timeout, func(t *testing.T) {
+			var produced atomic.Int64
+			r := &batchRecorder{}
+			text := strings.Replace(fmt.Sprintf(trickleFanOut, tc.timeout), "nodes:", "batch_size: 4\nnodes:", 1)
+			job := newTrickleJob(t, text, func() stream.Source { return &trickleSource{n: n, produced: &produced} }, r)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			defer cancel()
+			if _, err := job.Run(ctx); err != nil {
+				t.Fatal(err)
+			}
+			records, sizes := r.got()
+			slices.Sort(sizes)
+			if records != n || !slices.Equal(sizes, tc.want) {
+				t.Fatalf("sinks got %d records in batches of %v, want %d in %v", records, sizes, n, tc.want)
+			}
+		})
+	}
+}
