@@ -48,7 +48,7 @@ func parse(t *testing.T, text string) *jobspec.Spec {
 func TestHostileJobDoesNotAffectOthers(t *testing.T) {
 	cfg := host.DefaultConfig()
 	cfg.CallTimeout = 5 * time.Second // generous: the grow bomb must reach its memory limit first, even on a loaded machine
-	cfg.MemoryLimit = 32 << 20
+	cfg.MemoryLimit = 16 << 20
 	engine := newEngine(t, cfg)
 	const goodSpec = `name: good
 parallelism: 2
