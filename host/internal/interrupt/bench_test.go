@@ -2,6 +2,7 @@ package interrupt
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
@@ -88,6 +89,21 @@ func BenchmarkLoops(b *testing.B) {
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/kernel.iterations, "ns/iteration")
 			})
+		}
+	}
+}
+
+// BenchmarkInstrument measures the decoding and rewriting of a Go-built
+// module of nearly 3 MB, what an upload of a Go operator costs the host.
+func BenchmarkInstrument(b *testing.B) {
+	wasm, err := os.ReadFile("../../../udfs/build/card-stats-go.wasm")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(wasm)))
+	for b.Loop() {
+		if _, err := Instrument(wasm); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
