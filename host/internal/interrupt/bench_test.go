@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero"
+
+	"github.com/eddy-stream/eddy/host/internal/wasmbin"
 )
 
 // benchModule has loop kernels for BenchmarkLoops, all func(n i32) -> i32:
@@ -17,7 +19,7 @@ var benchModule = testModule{
 	types:   [][]byte{funcType([]byte{i32}, []byte{i32})},
 	funcs:   []byte{0, 0, 0},
 	memory:  []byte{0x00, 0x01},
-	exports: [][]byte{export("scan", kindFunc, 0), export("triangle", kindFunc, 1), export("calls", kindFunc, 2)},
+	exports: [][]byte{export("scan", wasmbin.KindFunc, 0), export("triangle", wasmbin.KindFunc, 1), export("calls", wasmbin.KindFunc, 2)},
 	bodies: [][]byte{
 		body([]byte{0x01, 0x02, i32}, []byte{
 			0x02, 0x40, 0x03, 0x40,
