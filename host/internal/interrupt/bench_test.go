@@ -2,10 +2,13 @@ package interrupt
 
 import (
 	"context"
+	"os"
 	"testing"
 	"time"
 
 	"github.com/tetratelabs/wazero"
+
+	"github.com/eddy-stream/eddy/host/internal/wasmbin"
 )
 
 // benchModule has loop kernels for BenchmarkLoops, all func(n i32) -> i32:
@@ -16,7 +19,7 @@ var benchModule = testModule{
 	types:   [][]byte{funcType([]byte{i32}, []byte{i32})},
 	funcs:   []byte{0, 0, 0},
 	memory:  []byte{0x00, 0x01},
-	exports: [][]byte{export("scan", kindFunc, 0), export("triangle", kindFunc, 1), export("calls", kindFunc, 2)},
+	exports: [][]byte{export("scan", wasmbin.KindFunc, 0), export("triangle", wasmbin.KindFunc, 1), export("calls", wasmbin.KindFunc, 2)},
 	bodies: [][]byte{
 		body([]byte{0x01, 0x02, i32}, []byte{
 			0x02, 0x40, 0x03, 0x40,
@@ -88,6 +91,21 @@ func BenchmarkLoops(b *testing.B) {
 				}
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/kernel.iterations, "ns/iteration")
 			})
+		}
+	}
+}
+
+// BenchmarkInstrument measures the decoding and rewriting of a Go-built
+// module of nearly 3 MB, what an upload of a Go operator costs the host.
+func BenchmarkInstrument(b *testing.B) {
+	wasm, err := os.ReadFile("../../../udfs/build/card-stats-go.wasm")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(wasm)))
+	for b.Loop() {
+		if _, err := Instrument(wasm); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

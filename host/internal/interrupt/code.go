@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/eddy-stream/eddy/host/internal/wasmbin"
 )
 
 // Opcodes that Instrument treats specially; the rest are only skipped.
@@ -20,8 +22,6 @@ const (
 	opGlobalSet   = 0x24
 	opMiscPrefix  = 0xfc
 	opSIMDPrefix  = 0xfd
-
-	i32Type = 0x7f
 )
 
 // exitMask sets how often guest code exits to Go (see the package
@@ -62,10 +62,10 @@ type bodyRewriter struct {
 // appendEntry appends what starts a function with loops: $tick++, and the
 // iteration counter starts from there.
 func (w *bodyRewriter) appendEntry(b []byte, counter uint32) []byte {
-	b = appendU32(append(b, opGlobalGet), w.tick)
+	b = wasmbin.AppendU32(append(b, opGlobalGet), w.tick)
 	b = append(b, 0x41, 0x01, 0x6a) // i32.const 1; i32.add
-	b = appendU32(append(b, opLocalTee), counter)
-	return appendU32(append(b, opGlobalSet), w.tick)
+	b = wasmbin.AppendU32(append(b, opLocalTee), counter)
+	return wasmbin.AppendU32(append(b, opGlobalSet), w.tick)
 }
 
 // appendLoopCheck appends what starts every loop body: trap if the flag is
@@ -74,39 +74,38 @@ func (w *bodyRewriter) appendEntry(b []byte, counter uint32) []byte {
 // import: wazero's compiler runs it in Go, where the goroutine can be
 // preempted.
 func (w *bodyRewriter) appendLoopCheck(b []byte, counter uint32) []byte {
-	b = appendU32(append(b, opGlobalGet), w.flag)
+	b = wasmbin.AppendU32(append(b, opGlobalGet), w.flag)
 	b = append(b, opIf, 0x40, opUnreachable, opEnd)
-	b = appendU32(append(b, opLocalGet), counter)
+	b = wasmbin.AppendU32(append(b, opLocalGet), counter)
 	b = append(b, 0x41, 0x01, 0x6a) // i32.const 1; i32.add
-	b = appendU32(append(b, opLocalTee), counter)
-	b = appendS32(append(b, 0x41), exitMask)
+	b = wasmbin.AppendU32(append(b, opLocalTee), counter)
+	b = wasmbin.AppendS32(append(b, 0x41), exitMask)
 	b = append(b, 0x71, 0x45, opIf, 0x40)       // i32.and; i32.eqz; if
 	b = append(b, 0x41, 0x00, 0x40, 0x00, 0x1a) // i32.const 0; memory.grow; drop
 	return append(b, opEnd)
 }
 
-// instrumentCode rewrites the code section's content and counts the
-// loops. params holds the number of parameters of each defined function.
-// base is the offset of content in the binary and importFuncs the number
-// of imported functions, both for error messages.
-func (w *bodyRewriter) instrumentCode(content []byte, params []uint32, base int, importFuncs uint32) (out []byte, loops int, err error) {
-	r := reader{b: content}
-	n, err := r.u32()
+// instrumentCode rewrites the code section's content, which r reads, and
+// counts the loops. params holds the number of parameters of each defined
+// function; importFuncs is the number of imported functions, for error
+// messages.
+func (w *bodyRewriter) instrumentCode(r wasmbin.Reader, params []uint32, importFuncs uint32) (out []byte, loops int, err error) {
+	n, err := r.U32()
 	if err != nil {
 		return nil, 0, fmt.Errorf("function count: %w", err)
 	}
 	if uint64(n) != uint64(len(params)) {
 		return nil, 0, fmt.Errorf("%d function bodies for %d functions", n, len(params))
 	}
-	out = appendU32(make([]byte, 0, len(content)+len(content)/16+8), n)
+	out = wasmbin.AppendU32(make([]byte, 0, r.Size()+r.Size()/16+8), n)
 	for i := uint32(0); i < n; i++ {
 		fn := uint64(importFuncs) + uint64(i)
-		size, err := r.u32()
+		size, err := r.U32()
 		if err != nil {
 			return nil, 0, fmt.Errorf("function %d: body size: %w", fn, err)
 		}
-		at := base + r.pos
-		in, err := r.bytes(size)
+		at := r.Offset()
+		in, err := r.Bytes(size)
 		if err != nil {
 			return nil, 0, fmt.Errorf("function %d: body of %d bytes at %#x: %w", fn, size, at, err)
 		}
@@ -118,11 +117,11 @@ func (w *bodyRewriter) instrumentCode(content []byte, params []uint32, base int,
 		if uint64(len(body)) > math.MaxUint32 {
 			return nil, 0, fmt.Errorf("function %d: body too large once instrumented", fn)
 		}
-		out = appendU32(out, uint32(len(body)))
+		out = wasmbin.AppendU32(out, uint32(len(body)))
 		out = append(out, body...)
 	}
-	if !r.eof() {
-		return nil, 0, fmt.Errorf("%d bytes after the last function body", len(content)-r.pos)
+	if !r.EOF() {
+		return nil, 0, fmt.Errorf("%d bytes after the last function body", r.Len())
 	}
 	return out, loops, nil
 }
@@ -134,15 +133,15 @@ func (w *bodyRewriter) instrumentCode(content []byte, params []uint32, base int,
 // as it is, so padded LEB128 numbers and the like survive. The result is
 // valid until the next call.
 func (w *bodyRewriter) instrumentBody(in []byte, params uint32) (_ []byte, loops int, err error) {
-	r := reader{b: in}
-	groups, err := r.u32()
+	r := wasmbin.NewReader(in) // so that Offset is an index into in
+	groups, err := r.U32()
 	if err != nil {
 		return nil, 0, fmt.Errorf("locals: %w", err)
 	}
-	groupsEnd := r.pos
+	groupsEnd := r.Offset()
 	locals := uint64(params)
 	for i := uint32(0); i < groups; i++ {
-		n, err := r.u32()
+		n, err := r.U32()
 		if err != nil {
 			return nil, 0, fmt.Errorf("locals: %w", err)
 		}
@@ -151,16 +150,16 @@ func (w *bodyRewriter) instrumentBody(in []byte, params uint32) (_ []byte, loops
 			return nil, 0, fmt.Errorf("locals: %w", err)
 		}
 	}
-	declared := in[groupsEnd:r.pos] // the local groups, as they came
+	declared := in[groupsEnd:r.Offset()] // the local groups, as they came
 	// The index of the local added if there are loops.
 	counter, room := uint32(locals), locals < math.MaxUint32 && groups < math.MaxUint32
 
 	code := w.code[:0]
-	depth := 0      // of blocks, loops and ifs open inside the function's own block
-	copied := r.pos // in[:copied] is in code already, or is the locals vector
+	depth := 0           // of blocks, loops and ifs open inside the function's own block
+	copied := r.Offset() // in[:copied] is in code already, or is the locals vector
 	for {
-		at := r.pos
-		op, err := r.byte()
+		at := r.Offset()
+		op, err := r.Byte()
 		if err != nil {
 			return nil, 0, errors.New("the body ends before the end of its expression")
 		}
@@ -172,22 +171,22 @@ func (w *bodyRewriter) instrumentBody(in []byte, params uint32) (_ []byte, loops
 			if !room {
 				err = errors.New("too many locals to add one")
 			} else if err = blockType(&r); err == nil {
-				code = append(code, in[copied:r.pos]...)
+				code = append(code, in[copied:r.Offset()]...)
 				code = w.appendLoopCheck(code, counter)
-				copied = r.pos
+				copied = r.Offset()
 				loops++
 			}
 			depth++
 		case opGlobalGet, opGlobalSet:
 			var idx uint32
-			if idx, err = r.u32(); err == nil && idx >= w.globals {
+			if idx, err = r.U32(); err == nil && idx >= w.globals {
 				err = fmt.Errorf("global %d does not exist (the module has %d)", idx, w.globals)
 			}
 		case opLocalGet, opLocalSet, opLocalTee:
 			// As for globals: the next index will be the iteration
 			// counter, and a guest that reset it would never exit to Go.
 			var idx uint32
-			if idx, err = r.u32(); err == nil && uint64(idx) >= locals {
+			if idx, err = r.U32(); err == nil && uint64(idx) >= locals {
 				err = fmt.Errorf("local %d does not exist (the function has %d)", idx, locals)
 			}
 		case opEnd:
@@ -195,17 +194,17 @@ func (w *bodyRewriter) instrumentBody(in []byte, params uint32) (_ []byte, loops
 				depth--
 				break
 			}
-			if !r.eof() {
-				return nil, 0, fmt.Errorf("%d bytes after the end of the body's expression", len(in)-r.pos)
+			if !r.EOF() {
+				return nil, 0, fmt.Errorf("%d bytes after the end of the body's expression", r.Len())
 			}
 			w.code = append(code, in[copied:]...)
 			if loops == 0 {
 				return in, 0, nil
 			}
 			// locals: the groups as they came, then (local i32)
-			out := appendU32(w.out[:0], groups+1)
+			out := wasmbin.AppendU32(w.out[:0], groups+1)
 			out = append(out, declared...)
-			out = append(out, 0x01, i32Type)
+			out = append(out, 0x01, wasmbin.I32)
 			out = w.appendEntry(out, counter)
 			w.out = append(out, w.code...)
 			return w.out, loops, nil
@@ -220,7 +219,7 @@ func (w *bodyRewriter) instrumentBody(in []byte, params uint32) (_ []byte, loops
 
 // immediates skips the immediates of every instruction other than block,
 // loop, if and end, and refuses an opcode it does not know.
-func immediates(r *reader, op byte) error {
+func immediates(r *wasmbin.Reader, op byte) error {
 	var err error
 	switch {
 	case op == opUnreachable, op == 0x01, // nop
@@ -236,39 +235,39 @@ func immediates(r *reader, op byte) error {
 		op == 0x23, op == 0x24,   // global.get/set
 		op == 0x25, op == 0x26, // table.get/set
 		op == 0xd2: // ref.func
-		_, err = r.u32()
+		_, err = r.U32()
 	case op == 0x0e: // br_table
 		var n uint32
-		if n, err = r.u32(); err != nil {
+		if n, err = r.U32(); err != nil {
 			return err
 		}
 		for i := uint64(0); i <= uint64(n) && err == nil; i++ { // n labels and the default
-			_, err = r.u32()
+			_, err = r.U32()
 		}
 	case op == 0x11: // call_indirect type table
-		if _, err = r.u32(); err == nil {
-			_, err = r.u32()
+		if _, err = r.U32(); err == nil {
+			_, err = r.U32()
 		}
 	case op == 0x1c: // select with types
 		// wazero reads the vector length as one byte and allows only 1.
-		if err = r.expect(0x01, "the type count of a typed select"); err == nil {
+		if err = r.Expect(0x01, "the type count of a typed select"); err == nil {
 			err = numOrRefType(r)
 		}
 	case 0x28 <= op && op <= 0x3e: // loads and stores
 		err = memarg(r)
 	case op == 0x3f, op == 0x40: // memory.size, memory.grow
-		err = r.expect(0x00, "the memory index")
+		err = r.Expect(0x00, "the memory index")
 	case op == 0x41: // i32.const
-		_, err = r.signed(32)
+		_, err = r.S32()
 	case op == 0x42: // i64.const
-		_, err = r.signed(64)
+		_, err = r.S64()
 	case op == 0x43: // f32.const
-		err = r.skip(4)
+		err = r.Skip(4)
 	case op == 0x44: // f64.const
-		err = r.skip(8)
+		err = r.Skip(8)
 	case op == 0xd0: // ref.null
 		var t byte
-		if t, err = r.byte(); err == nil && t != 0x70 && t != 0x6f {
+		if t, err = r.Byte(); err == nil && t != wasmbin.FuncRef && t != wasmbin.ExternRef {
 			err = fmt.Errorf("unsupported reference type %#x", t)
 		}
 	case op == opMiscPrefix:
@@ -283,8 +282,8 @@ func immediates(r *reader, op byte) error {
 
 // miscImmediates skips a 0xfc instruction: saturating truncation, bulk
 // memory and table operations.
-func miscImmediates(r *reader) error {
-	sub, err := r.u32()
+func miscImmediates(r *wasmbin.Reader) error {
+	sub, err := r.U32()
 	if err != nil {
 		return err
 	}
@@ -292,20 +291,20 @@ func miscImmediates(r *reader) error {
 	case sub <= 7: // trunc_sat
 		return nil
 	case sub == 8: // memory.init data memory
-		if _, err = r.u32(); err == nil {
-			err = r.expect(0x00, "the memory index")
+		if _, err = r.U32(); err == nil {
+			err = r.Expect(0x00, "the memory index")
 		}
 	case sub == 9, sub == 13, 15 <= sub && sub <= 17: // data.drop, elem.drop, table.grow/size/fill
-		_, err = r.u32()
+		_, err = r.U32()
 	case sub == 10: // memory.copy dst src
-		if err = r.expect(0x00, "the memory index"); err == nil {
-			err = r.expect(0x00, "the memory index")
+		if err = r.Expect(0x00, "the memory index"); err == nil {
+			err = r.Expect(0x00, "the memory index")
 		}
 	case sub == 11: // memory.fill
-		err = r.expect(0x00, "the memory index")
+		err = r.Expect(0x00, "the memory index")
 	case sub == 12, sub == 14: // table.init elem table, table.copy dst src
-		if _, err = r.u32(); err == nil {
-			_, err = r.u32()
+		if _, err = r.U32(); err == nil {
+			_, err = r.U32()
 		}
 	default:
 		err = fmt.Errorf("unknown or unsupported 0xfc sub-opcode %d", sub)
@@ -329,13 +328,13 @@ var reservedSIMD = [256]bool{
 // the opcode and the second, 0x01, as a nop. The two readings agree on
 // where instructions end only for those canonical encodings, so no other
 // is accepted: code that wazero decodes differently could hide a loop.
-func simdImmediates(r *reader) error {
-	sub, err := r.byte()
+func simdImmediates(r *wasmbin.Reader) error {
+	sub, err := r.Byte()
 	if err != nil {
 		return err
 	}
 	if sub >= 0x80 {
-		if err := r.expect(0x01, "the second byte of a SIMD opcode"); err != nil {
+		if err := r.Expect(0x01, "the second byte of a SIMD opcode"); err != nil {
 			return err
 		}
 	}
@@ -346,14 +345,14 @@ func simdImmediates(r *reader) error {
 	case sub <= 11, sub == 92, sub == 93: // loads and stores
 		return memarg(r)
 	case sub == 12, sub == 13: // v128.const, i8x16.shuffle
-		return r.skip(16)
+		return r.Skip(16)
 	case 21 <= sub && sub <= 34: // extract_lane, replace_lane
-		return r.skip(1)
+		return r.Skip(1)
 	case 84 <= sub && sub <= 91: // load_lane, store_lane
 		if err := memarg(r); err != nil {
 			return err
 		}
-		return r.skip(1)
+		return r.Skip(1)
 	default:
 		return nil
 	}
@@ -362,8 +361,8 @@ func simdImmediates(r *reader) error {
 // blockType skips the type of a block, loop or if: empty (0x40), one
 // value type, or the index of a function type, all read as a signed
 // LEB128 s33 as wazero does.
-func blockType(r *reader) error {
-	v, err := r.signed(33)
+func blockType(r *wasmbin.Reader) error {
+	v, err := r.S33()
 	if err != nil {
 		return err
 	}
@@ -382,24 +381,24 @@ func blockType(r *reader) error {
 }
 
 // numOrRefType reads a value type of the CoreFeaturesV2 instruction set.
-func numOrRefType(r *reader) error {
-	t, err := r.byte()
+func numOrRefType(r *wasmbin.Reader) error {
+	t, err := r.Byte()
 	if err != nil {
 		return err
 	}
 	switch t {
-	case 0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f:
+	case wasmbin.I32, wasmbin.I64, wasmbin.F32, wasmbin.F64, wasmbin.V128, wasmbin.FuncRef, wasmbin.ExternRef:
 		return nil
 	default:
 		return fmt.Errorf("unsupported value type %#x", t)
 	}
 }
 
-func memarg(r *reader) error {
-	if _, err := r.u32(); err != nil { // alignment
+func memarg(r *wasmbin.Reader) error {
+	if _, err := r.U32(); err != nil { // alignment
 		return err
 	}
-	_, err := r.u32() // offset
+	_, err := r.U32() // offset
 	return err
 }
 

@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/tetratelabs/wazero"
+
+	"github.com/eddy-stream/eddy/host/internal/wasmbin"
 )
 
 // FuzzInstrument feeds Instrument arbitrary bytes, as an upload would. It
@@ -81,10 +83,10 @@ func excused(wasm []byte) bool {
 		return false
 	}
 	for _, s := range m.sections {
-		if s.id == sectionStart {
+		if s.ID == wasmbin.SectionStart {
 			return true
 		}
-		if name, _ := customName(s.content); s.id == sectionCustom && strings.HasPrefix(name, ".debug_") {
+		if name, _ := customName(s.Content); s.ID == wasmbin.SectionCustom && strings.HasPrefix(name, ".debug_") {
 			return true
 		}
 	}
@@ -103,29 +105,29 @@ func implausible(wasm []byte) bool {
 		return false
 	}
 	for _, s := range m.sections {
-		r := reader{b: s.content}
-		switch s.id {
-		case sectionCustom:
+		r := s.Reader()
+		switch s.ID {
+		case wasmbin.SectionCustom:
 			// wazero decodes the name section, with the same habit;
 			// Instrument copies it as it is.
-			if name, _ := customName(s.content); name == "name" {
+			if name, _ := customName(s.Content); name == "name" {
 				return true
 			}
-		case sectionStart, sectionDataCount:
-		case sectionType:
+		case wasmbin.SectionStart, wasmbin.SectionDataCount:
+		case wasmbin.SectionType:
 			if implausibleTypes(&r) {
 				return true
 			}
-		case sectionCode:
+		case wasmbin.SectionCode:
 			if implausibleLocals(&r) {
 				return true
 			}
-		case sectionImport, sectionExport, sectionElement, sectionData:
-			if implausibleEntries(&r, s.id) {
+		case wasmbin.SectionImport, wasmbin.SectionExport, wasmbin.SectionElement, wasmbin.SectionData:
+			if implausibleEntries(&r, s.ID) {
 				return true
 			}
 		default:
-			if n, err := r.u32(); err == nil && uint64(n) > uint64(len(s.content)) {
+			if n, err := r.U32(); err == nil && uint64(n) > uint64(len(s.Content)) {
 				return true
 			}
 		}
@@ -133,21 +135,21 @@ func implausible(wasm []byte) bool {
 	return false
 }
 
-func implausibleTypes(r *reader) bool {
-	n, err := r.u32()
-	if err != nil || uint64(n) > uint64(len(r.b)) {
+func implausibleTypes(r *wasmbin.Reader) bool {
+	n, err := r.U32()
+	if err != nil || uint64(n) > uint64(r.Size()) {
 		return err == nil
 	}
 	for range n {
-		if _, err := r.byte(); err != nil { // 0x60
+		if _, err := r.Byte(); err != nil { // 0x60
 			return false
 		}
 		for range 2 { // params, results
-			count, err := r.u32()
-			if err != nil || uint64(count) > uint64(len(r.b)-r.pos) {
+			count, err := r.U32()
+			if err != nil || uint64(count) > uint64(r.Len()) {
 				return err == nil
 			}
-			if r.skip(int(count)) != nil {
+			if r.Skip(count) != nil {
 				return false
 			}
 		}
@@ -155,35 +157,35 @@ func implausibleTypes(r *reader) bool {
 	return false
 }
 
-func implausibleLocals(r *reader) bool {
-	n, err := r.u32()
-	if err != nil || uint64(n) > uint64(len(r.b)) {
+func implausibleLocals(r *wasmbin.Reader) bool {
+	n, err := r.U32()
+	if err != nil || uint64(n) > uint64(r.Size()) {
 		return err == nil
 	}
 	for range n {
-		size, err := r.u32()
+		size, err := r.U32()
 		if err != nil {
 			return false
 		}
-		b, err := r.bytes(size)
+		b, err := r.Bytes(size)
 		if err != nil {
 			return false
 		}
-		fr := reader{b: b}
-		groups, err := fr.u32()
+		fr := wasmbin.NewReader(b)
+		groups, err := fr.U32()
 		if err != nil {
 			return false
 		}
 		var sum uint64
 		for range min(groups, uint32(len(b))) {
-			count, err := fr.u32()
+			count, err := fr.U32()
 			if err != nil {
 				return false
 			}
 			if sum += uint64(count); sum > 1<<16 {
 				return true
 			}
-			if fr.skip(1) != nil {
+			if fr.Skip(1) != nil {
 				return false
 			}
 		}
@@ -193,14 +195,15 @@ func implausibleLocals(r *reader) bool {
 
 // implausibleEntries checks the vectors nested in the entries of an
 // import, export, element or data section.
-func implausibleEntries(r *reader, id byte) bool {
-	tooLong := func() bool { // a vector length beyond the bytes left
-		n, err := r.u32()
-		return err == nil && uint64(n) > uint64(len(r.b)-r.pos)
+func implausibleEntries(r *wasmbin.Reader, id byte) bool {
+	tooLong := func() bool { // a vector length beyond the bytes left; r does not move
+		peek := *r
+		n, err := peek.U32()
+		return err == nil && uint64(n) > uint64(peek.Len())
 	}
 	skipExpr := func() bool { // false if the expression does not decode
 		for {
-			op, err := r.byte()
+			op, err := r.Byte()
 			if err != nil {
 				return false
 			}
@@ -212,72 +215,68 @@ func implausibleEntries(r *reader, id byte) bool {
 			}
 		}
 	}
-	n, err := r.u32()
-	if err != nil || uint64(n) > uint64(len(r.b)) {
+	n, err := r.U32()
+	if err != nil || uint64(n) > uint64(r.Size()) {
 		return err == nil
 	}
 	for range n {
 		switch id {
-		case sectionImport, sectionExport:
+		case wasmbin.SectionImport, wasmbin.SectionExport:
 			names := 1
-			if id == sectionImport {
+			if id == wasmbin.SectionImport {
 				names = 2
 			}
-			start := r.pos
+			start := *r
 			for range names {
-				at := r.pos
 				if tooLong() {
 					return true
 				}
-				r.pos = at
-				if _, err := r.name(); err != nil {
+				if _, err := r.Name(); err != nil {
 					return false
 				}
 			}
-			r.pos = start
+			*r = start
 			var a, b, c uint32
-			if id == sectionImport && importEntry(r, &a, &b, &c) != nil {
+			if id == wasmbin.SectionImport && importEntry(r, &a, &b, &c) != nil {
 				return false
 			}
-			if id == sectionExport {
-				if _, err := r.name(); err != nil {
+			if id == wasmbin.SectionExport {
+				if _, err := r.Name(); err != nil {
 					return false
 				}
-				if _, err := r.byte(); err != nil {
+				if _, err := r.Byte(); err != nil {
 					return false
 				}
-				if _, err := r.u32(); err != nil {
+				if _, err := r.U32(); err != nil {
 					return false
 				}
 			}
-		case sectionData:
-			flags, err := r.u32()
+		case wasmbin.SectionData:
+			flags, err := r.U32()
 			if err != nil {
 				return false
 			}
 			if flags == 2 {
-				if _, err := r.u32(); err != nil {
+				if _, err := r.U32(); err != nil {
 					return false
 				}
 			}
 			if flags != 1 && !skipExpr() {
 				return false
 			}
-			start := r.pos
 			if tooLong() {
 				return true
 			}
-			r.pos = start
-			if _, err := r.name(); err != nil { // the bytes, read like a name
+			if _, err := r.Name(); err != nil { // the bytes, read like a name
 				return false
 			}
-		case sectionElement:
-			flags, err := r.u32()
+		case wasmbin.SectionElement:
+			flags, err := r.U32()
 			if err != nil || flags > 7 {
 				return false
 			}
 			if flags&2 != 0 && flags&1 == 0 { // table index
-				if _, err := r.u32(); err != nil {
+				if _, err := r.U32(); err != nil {
 					return false
 				}
 			}
@@ -285,21 +284,19 @@ func implausibleEntries(r *reader, id byte) bool {
 				return false
 			}
 			if flags&3 != 0 { // element kind or reference type
-				if _, err := r.byte(); err != nil {
+				if _, err := r.Byte(); err != nil {
 					return false
 				}
 			}
 			// The vector (of function indices or expressions) is what
 			// wazero allocates for.
-			start := r.pos
 			if tooLong() {
 				return true
 			}
-			r.pos = start
-			count, _ := r.u32()
+			count, _ := r.U32()
 			for range count {
 				if flags&4 == 0 {
-					if _, err := r.u32(); err != nil {
+					if _, err := r.U32(); err != nil {
 						return false
 					}
 				} else if !skipExpr() {

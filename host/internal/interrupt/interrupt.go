@@ -51,11 +51,12 @@
 package interrupt
 
 import (
-	"bytes"
 	"fmt"
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/eddy-stream/eddy/host/internal/wasmbin"
 )
 
 const (
@@ -67,58 +68,10 @@ const (
 	StartExportName = "eddy_interrupt_start"
 )
 
-// Section ids of the binary format.
-const (
-	sectionCustom    = 0
-	sectionType      = 1
-	sectionImport    = 2
-	sectionFunction  = 3
-	sectionTable     = 4
-	sectionMemory    = 5
-	sectionGlobal    = 6
-	sectionExport    = 7
-	sectionStart     = 8
-	sectionElement   = 9
-	sectionCode      = 10
-	sectionData      = 11
-	sectionDataCount = 12
-	sectionTag       = 13
-)
-
-// sectionOrder is the place of each known non-custom section id in the
-// order the binary format requires (tag after memory, data count before
-// code); unknown ids are absent.
-var sectionOrder = map[byte]int{
-	sectionType: 1, sectionImport: 2, sectionFunction: 3, sectionTable: 4,
-	sectionMemory: 5, sectionTag: 6, sectionGlobal: 7, sectionExport: 8,
-	sectionStart: 9, sectionElement: 10, sectionDataCount: 11, sectionCode: 12,
-	sectionData: 13,
-}
-
-// Kinds of imports and exports.
-const (
-	kindFunc   = 0x00
-	kindTable  = 0x01
-	kindMemory = 0x02
-	kindGlobal = 0x03
-	kindTag    = 0x04
-)
-
-var header = []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}
-
-// section is one section of the input: raw is all of it (id, size,
-// content) so that an untouched section is copied exactly as it came.
-type section struct {
-	id      byte
-	raw     []byte
-	content []byte
-	offset  int // of the id byte in the binary, for error messages
-}
-
 // module is what Instrument learns from the sections before it rewrites
 // them.
 type module struct {
-	sections      []section
+	sections      []wasmbin.Section
 	typeParams    []uint32 // number of parameters of each function type
 	params        []uint32 // number of parameters of each defined function
 	importFuncs   uint32
@@ -148,45 +101,45 @@ func Instrument(wasm []byte) ([]byte, error) {
 
 	// Sections the module lacks are created in their place, before the
 	// first section that must follow them or the trailing custom sections.
-	missing := []section{
-		{id: sectionGlobal, content: m.globalSection(nil)},
-		{id: sectionExport, content: m.exportSection(nil, flag)},
+	missing := []wasmbin.Section{
+		{ID: wasmbin.SectionGlobal, Content: m.globalSection(nil)},
+		{ID: wasmbin.SectionExport, Content: m.exportSection(nil, flag)},
 	}
 	for _, s := range m.sections {
-		missing = slices.DeleteFunc(missing, func(x section) bool { return x.id == s.id })
+		missing = slices.DeleteFunc(missing, func(x wasmbin.Section) bool { return x.ID == s.ID })
 	}
 
 	// Each loop takes about 50 bytes more: Go-built modules grow by 3%.
 	out := make([]byte, 0, len(wasm)+len(wasm)/16+64)
-	out = append(out, header...)
+	out = append(out, wasmbin.Header...)
 	// Custom sections after the last other one (the name section, usually)
 	// stay last: wazero's name section decoder can read past the end of a
 	// malformed name section, harmlessly only when nothing follows.
 	trailing := len(m.sections)
-	for trailing > 0 && m.sections[trailing-1].id == sectionCustom {
+	for trailing > 0 && m.sections[trailing-1].ID == wasmbin.SectionCustom {
 		trailing--
 	}
 	for i, s := range m.sections {
-		for len(missing) > 0 && (i >= trailing || s.id != sectionCustom && sectionOrder[s.id] > sectionOrder[missing[0].id]) {
-			out = appendSection(out, missing[0].id, missing[0].content)
+		for len(missing) > 0 && (i >= trailing || s.ID != wasmbin.SectionCustom && sectionOrder(s.ID) > sectionOrder(missing[0].ID)) {
+			out = wasmbin.AppendSection(out, missing[0].ID, missing[0].Content)
 			missing = missing[1:]
 		}
-		switch s.id {
-		case sectionCustom:
-			if name, _ := customName(s.content); strings.HasPrefix(name, ".debug_") {
+		switch s.ID {
+		case wasmbin.SectionCustom:
+			if name, _ := customName(s.Content); strings.HasPrefix(name, ".debug_") {
 				continue
 			}
-			out = append(out, s.raw...)
-		case sectionGlobal:
-			out = appendSection(out, sectionGlobal, m.globalSection(s.content))
-		case sectionExport:
-			out = appendSection(out, sectionExport, m.exportSection(s.content, flag))
-		case sectionStart:
+			out = append(out, s.Raw...)
+		case wasmbin.SectionGlobal:
+			out = wasmbin.AppendSection(out, wasmbin.SectionGlobal, m.globalSection(s.Content))
+		case wasmbin.SectionExport:
+			out = wasmbin.AppendSection(out, wasmbin.SectionExport, m.exportSection(s.Content, flag))
+		case wasmbin.SectionStart:
 			// Replaced by the StartExportName export.
-		case sectionCode:
-			code, loops, err := w.instrumentCode(s.content, m.params, s.offset+len(s.raw)-len(s.content), m.importFuncs)
+		case wasmbin.SectionCode:
+			code, loops, err := w.instrumentCode(s.Reader(), m.params, m.importFuncs)
 			if err != nil {
-				return nil, fmt.Errorf("interrupt: code section at %#x: %w", s.offset, err)
+				return nil, fmt.Errorf("interrupt: code section at %#x: %w", s.Offset, err)
 			}
 			if loops > 0 && !m.hasMemory {
 				// Adding one would make valid a module that uses memory
@@ -194,13 +147,13 @@ func Instrument(wasm []byte) ([]byte, error) {
 				// module as it came.
 				return nil, fmt.Errorf("interrupt: the module has loops but no memory, which the loop check needs for memory.grow")
 			}
-			out = appendSection(out, sectionCode, code)
+			out = wasmbin.AppendSection(out, wasmbin.SectionCode, code)
 		default:
-			out = append(out, s.raw...)
+			out = append(out, s.Raw...)
 		}
 	}
 	for _, s := range missing {
-		out = appendSection(out, s.id, s.content)
+		out = wasmbin.AppendSection(out, s.ID, s.Content)
 	}
 	return out, nil
 }
@@ -208,36 +161,29 @@ func Instrument(wasm []byte) ([]byte, error) {
 // parse splits the binary into sections, checks their order, and reads
 // what Instrument needs from the import, global, export and start sections.
 func parse(wasm []byte) (*module, error) {
-	if len(wasm) < len(header) || !bytes.Equal(wasm[:len(header)], header) {
+	if len(wasm) < len(wasmbin.Header) || string(wasm[:len(wasmbin.Header)]) != wasmbin.Header {
 		return nil, fmt.Errorf("interrupt: not a WebAssembly 1.0 binary (bad magic number or version)")
 	}
 	m := &module{}
-	r := reader{b: wasm, pos: len(header)}
+	r := wasmbin.NewReaderAt(wasm[len(wasmbin.Header):], len(wasmbin.Header))
 	last := 0
-	for !r.eof() {
-		offset := r.pos
-		id, _ := r.byte()
-		size, err := r.u32()
+	for !r.EOF() {
+		s, err := r.Section()
 		if err != nil {
-			return nil, fmt.Errorf("interrupt: section at %#x: size: %w", offset, err)
+			return nil, fmt.Errorf("interrupt: %w", err)
 		}
-		content, err := r.bytes(size)
-		if err != nil {
-			return nil, fmt.Errorf("interrupt: section at %#x: %d bytes: %w", offset, size, err)
-		}
-		s := section{id: id, raw: wasm[offset:r.pos], content: content, offset: offset}
-		if id != sectionCustom {
-			order, known := sectionOrder[id]
+		if s.ID != wasmbin.SectionCustom {
+			order, known := wasmbin.SectionOrder(s.ID)
 			if !known {
-				return nil, fmt.Errorf("interrupt: section at %#x: unknown section id %d", offset, id)
+				return nil, fmt.Errorf("interrupt: section at %#x: unknown section id %d", s.Offset, s.ID)
 			}
 			if order <= last {
-				return nil, fmt.Errorf("interrupt: section at %#x: section id %d is out of order or repeated", offset, id)
+				return nil, fmt.Errorf("interrupt: section at %#x: section id %d is out of order or repeated", s.Offset, s.ID)
 			}
 			last = order
 		}
 		if err := m.read(s); err != nil {
-			return nil, fmt.Errorf("interrupt: %s section at %#x: %w", sectionName(id), offset, err)
+			return nil, fmt.Errorf("interrupt: %s at %#x: %w", wasmbin.SectionName(s.ID), s.Offset, err)
 		}
 		m.sections = append(m.sections, s)
 	}
@@ -245,49 +191,49 @@ func parse(wasm []byte) (*module, error) {
 }
 
 // read takes what Instrument needs from one section.
-func (m *module) read(s section) error {
-	r := reader{b: s.content}
+func (m *module) read(s wasmbin.Section) error {
+	r := s.Reader()
 	var err error
-	switch s.id {
-	case sectionCustom:
-		_, err = customName(s.content)
+	switch s.ID {
+	case wasmbin.SectionCustom:
+		_, err = customName(s.Content)
 		return err
-	case sectionType:
+	case wasmbin.SectionType:
 		m.typeParams, err = readTypes(&r)
-	case sectionFunction:
+	case wasmbin.SectionFunction:
 		m.params, err = m.readFunctions(&r)
-	case sectionImport:
+	case wasmbin.SectionImport:
 		var memories uint32
 		m.importFuncs, memories, m.importGlobals, err = countImports(&r)
 		m.hasMemory = m.hasMemory || memories > 0
-	case sectionMemory:
+	case wasmbin.SectionMemory:
 		// The entries are copied as they are; only their number matters.
 		var n uint32
-		n, err = r.u32()
+		n, err = r.U32()
 		m.hasMemory = m.hasMemory || n > 0
 		return err
-	case sectionGlobal:
+	case wasmbin.SectionGlobal:
 		// The entries are copied as they are; only their number matters.
-		m.globals, err = r.u32()
+		m.globals, err = r.U32()
 		return err
-	case sectionExport:
+	case wasmbin.SectionExport:
 		// The global section precedes this one, so m.globals is final.
 		err = checkExports(&r, m.importGlobals+m.globals)
-	case sectionStart:
+	case wasmbin.SectionStart:
 		m.hasStart = true
-		m.start, err = r.u32()
+		m.start, err = r.U32()
 	default:
 		return nil
 	}
-	if err == nil && !r.eof() {
-		err = fmt.Errorf("%d bytes after the last entry", len(r.b)-r.pos)
+	if err == nil && !r.EOF() {
+		err = fmt.Errorf("%d bytes after the last entry", r.Len())
 	}
 	return err
 }
 
 func customName(content []byte) (string, error) {
-	r := reader{b: content}
-	name, err := r.name()
+	r := wasmbin.NewReader(content)
+	name, err := r.Name()
 	if err != nil {
 		return "", fmt.Errorf("name: %w", err)
 	}
@@ -295,23 +241,23 @@ func customName(content []byte) (string, error) {
 }
 
 // readTypes returns the number of parameters of each function type.
-func readTypes(r *reader) ([]uint32, error) {
-	n, err := r.u32()
+func readTypes(r *wasmbin.Reader) ([]uint32, error) {
+	n, err := r.U32()
 	if err != nil {
 		return nil, err
 	}
 	var params []uint32
 	for i := uint32(0); i < n; i++ {
-		form, err := r.byte()
+		form, err := r.Byte()
 		if err != nil {
 			return nil, err
 		}
-		if form != 0x60 {
+		if form != wasmbin.FuncForm {
 			return nil, fmt.Errorf("type %d: unsupported form %#x (only function types are)", i, form)
 		}
 		var count [2]uint32 // parameters, results
 		for j := range count {
-			if count[j], err = r.u32(); err != nil {
+			if count[j], err = r.U32(); err != nil {
 				return nil, fmt.Errorf("type %d: %w", i, err)
 			}
 			for range count[j] {
@@ -326,14 +272,14 @@ func readTypes(r *reader) ([]uint32, error) {
 }
 
 // readFunctions returns the number of parameters of each defined function.
-func (m *module) readFunctions(r *reader) ([]uint32, error) {
-	n, err := r.u32()
+func (m *module) readFunctions(r *wasmbin.Reader) ([]uint32, error) {
+	n, err := r.U32()
 	if err != nil {
 		return nil, err
 	}
 	var params []uint32
 	for i := uint32(0); i < n; i++ {
-		t, err := r.u32()
+		t, err := r.U32()
 		if err != nil {
 			return nil, err
 		}
@@ -347,8 +293,8 @@ func (m *module) readFunctions(r *reader) ([]uint32, error) {
 
 // countImports returns how many functions, memories and globals the import
 // section imports: they come first in their index spaces.
-func countImports(r *reader) (funcs, memories, globals uint32, err error) {
-	n, err := r.u32()
+func countImports(r *wasmbin.Reader) (funcs, memories, globals uint32, err error) {
+	n, err := r.U32()
 	if err != nil {
 		return 0, 0, 0, err
 	}
@@ -360,36 +306,36 @@ func countImports(r *reader) (funcs, memories, globals uint32, err error) {
 	return funcs, memories, globals, nil
 }
 
-func importEntry(r *reader, funcs, memories, globals *uint32) error {
-	if _, err := r.name(); err != nil {
+func importEntry(r *wasmbin.Reader, funcs, memories, globals *uint32) error {
+	if _, err := r.Name(); err != nil {
 		return err
 	}
-	if _, err := r.name(); err != nil {
+	if _, err := r.Name(); err != nil {
 		return err
 	}
-	kind, err := r.byte()
+	kind, err := r.Byte()
 	if err != nil {
 		return err
 	}
 	switch kind {
-	case kindFunc:
+	case wasmbin.KindFunc:
 		*funcs++
-		_, err = r.u32()
-	case kindTable:
+		_, err = r.U32()
+	case wasmbin.KindTable:
 		if err = valueType(r); err == nil {
-			err = limits(r)
+			_, err = r.Limits()
 		}
-	case kindMemory:
+	case wasmbin.KindMemory:
 		*memories++
-		err = limits(r)
-	case kindGlobal:
+		_, err = r.Limits()
+	case wasmbin.KindGlobal:
 		*globals++
 		if err = valueType(r); err == nil {
-			_, err = r.byte() // mutability
+			_, err = r.Byte() // mutability
 		}
-	case kindTag:
-		if _, err = r.byte(); err == nil { // attribute
-			_, err = r.u32()
+	case wasmbin.KindTag:
+		if _, err = r.Byte(); err == nil { // attribute
+			_, err = r.U32()
 		}
 	default:
 		err = fmt.Errorf("unknown import kind %#x", kind)
@@ -397,42 +343,17 @@ func importEntry(r *reader, funcs, memories, globals *uint32) error {
 	return err
 }
 
-// limits skips the limits of a table or memory type: flags, minimum and,
-// when flag bit 0 says so, maximum (64-bit for a 64-bit memory).
-func limits(r *reader) error {
-	flags, err := r.byte()
-	if err != nil {
-		return err
-	}
-	if flags > 0x07 {
-		return fmt.Errorf("unknown limits flags %#x", flags)
-	}
-	maxLen := 5 // bytes of a LEB128 u32
-	if flags&0x04 != 0 {
-		maxLen = 10 // u64
-	}
-	count := 1 + int(flags&0x01)
-	for range count {
-		if err := r.skipLEB(maxLen); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// valueType skips one value type: a single byte, or a reference type
-// prefix and its heap type.
-func valueType(r *reader) error {
-	t, err := r.byte()
+// valueType skips one value type and refuses one that no proposal wazero
+// decodes defines.
+func valueType(r *wasmbin.Reader) error {
+	t, err := r.ValueType()
 	if err != nil {
 		return err
 	}
 	switch t {
-	case 0x7f, 0x7e, 0x7d, 0x7c, 0x7b, 0x70, 0x6f, 0x69: // i32 i64 f32 f64 v128 funcref externref exnref
+	case wasmbin.I32, wasmbin.I64, wasmbin.F32, wasmbin.F64, wasmbin.V128,
+		wasmbin.FuncRef, wasmbin.ExternRef, wasmbin.ExnRef, wasmbin.RefNull, wasmbin.Ref:
 		return nil
-	case 0x63, 0x64: // (ref null ht), (ref ht)
-		_, err = r.signed(33)
-		return err
 	default:
 		return fmt.Errorf("unknown value type %#x", t)
 	}
@@ -441,28 +362,28 @@ func valueType(r *reader) error {
 // checkExports refuses a module that already uses one of the names
 // Instrument adds (the host would take the module's export for its own)
 // or exports a global it does not have (that index will be the flag's).
-func checkExports(r *reader, globals uint32) error {
-	n, err := r.u32()
+func checkExports(r *wasmbin.Reader, globals uint32) error {
+	n, err := r.U32()
 	if err != nil {
 		return err
 	}
 	for i := uint32(0); i < n; i++ {
-		name, err := r.name()
+		name, err := r.Name()
 		if err != nil {
 			return fmt.Errorf("export %d: %w", i, err)
 		}
 		if s := string(name); s == ExportName || s == StartExportName {
 			return fmt.Errorf("the module already exports %q, a name reserved for the host's interrupt check", s)
 		}
-		kind, err := r.byte()
+		kind, err := r.Byte()
 		if err != nil {
 			return fmt.Errorf("export %d: %w", i, err)
 		}
-		idx, err := r.u32()
+		idx, err := r.U32()
 		if err != nil {
 			return fmt.Errorf("export %d: %w", i, err)
 		}
-		if kind == kindGlobal && idx >= globals {
+		if kind == wasmbin.KindGlobal && idx >= globals {
 			return fmt.Errorf("export %q: global %d does not exist (the module has %d)", name, idx, globals)
 		}
 	}
@@ -474,11 +395,11 @@ func checkExports(r *reader, globals uint32) error {
 func (m *module) globalSection(content []byte) []byte {
 	var entries []byte
 	if content != nil {
-		r := reader{b: content}
-		r.u32() // read already: cannot fail
-		entries = content[r.pos:]
+		r := wasmbin.NewReader(content)
+		_, _ = r.U32() // read already: cannot fail
+		entries = r.Rest()
 	}
-	out := appendU32(make([]byte, 0, len(content)+16), m.globals+2)
+	out := wasmbin.AppendU32(make([]byte, 0, len(content)+16), m.globals+2)
 	out = append(out, entries...)
 	// (global (mut i32) (i32.const 0)), twice
 	return append(out, 0x7f, 0x01, 0x41, 0x00, 0x0b, 0x7f, 0x01, 0x41, 0x00, 0x0b)
@@ -491,33 +412,26 @@ func (m *module) exportSection(content []byte, flag uint32) []byte {
 	var count uint32
 	var entries []byte
 	if content != nil {
-		r := reader{b: content}
-		count, _ = r.u32() // read already: cannot fail
-		entries = content[r.pos:]
+		r := wasmbin.NewReader(content)
+		count, _ = r.U32() // read already: cannot fail
+		entries = r.Rest()
 	}
 	count++
 	if m.hasStart {
 		count++
 	}
-	out := appendU32(make([]byte, 0, len(content)+64), count)
+	out := wasmbin.AppendU32(make([]byte, 0, len(content)+64), count)
 	out = append(out, entries...)
-	out = appendU32(append(appendName(out, ExportName), kindGlobal), flag)
+	out = wasmbin.AppendU32(append(wasmbin.AppendName(out, ExportName), wasmbin.KindGlobal), flag)
 	if m.hasStart {
-		out = appendU32(append(appendName(out, StartExportName), kindFunc), m.start)
+		out = wasmbin.AppendU32(append(wasmbin.AppendName(out, StartExportName), wasmbin.KindFunc), m.start)
 	}
 	return out
 }
 
-func appendSection(out []byte, id byte, content []byte) []byte {
-	out = appendU32(append(out, id), uint32(len(content)))
-	return append(out, content...)
-}
-
-func sectionName(id byte) string {
-	names := [...]string{"custom", "type", "import", "function", "table", "memory", "global",
-		"export", "start", "element", "code", "data", "data count", "tag"}
-	if int(id) < len(names) {
-		return names[id]
-	}
-	return fmt.Sprintf("id-%d", id)
+// sectionOrder is the place of section id in the order the binary format
+// requires, 0 for a custom or unknown section.
+func sectionOrder(id byte) int {
+	order, _ := wasmbin.SectionOrder(id)
+	return order
 }

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/eddy-stream/eddy/host/internal/wasmbin"
 )
 
 // fixtures are the operator modules of the repository: the C test modules
@@ -276,15 +278,15 @@ func TestInstrumentSections(t *testing.T) {
 			in: testModule{
 				types: [][]byte{funcType(nil, nil)},
 				imports: [][]byte{
-					cat(appendName(nil, "env"), appendName(nil, "f"), []byte{kindFunc, 0x00}),
-					cat(appendName(nil, "env"), appendName(nil, "g1"), []byte{kindGlobal, i32, 0x00}),
-					cat(appendName(nil, "env"), appendName(nil, "mem"), []byte{kindMemory, 0x01, 0x01, 0x02}),
-					cat(appendName(nil, "env"), appendName(nil, "tab"), []byte{kindTable, funcref, 0x00, 0x01}),
-					cat(appendName(nil, "env"), appendName(nil, "g2"), []byte{kindGlobal, i64, 0x01}),
+					cat(wasmbin.AppendName(nil, "env"), wasmbin.AppendName(nil, "f"), []byte{wasmbin.KindFunc, 0x00}),
+					cat(wasmbin.AppendName(nil, "env"), wasmbin.AppendName(nil, "g1"), []byte{wasmbin.KindGlobal, i32, 0x00}),
+					cat(wasmbin.AppendName(nil, "env"), wasmbin.AppendName(nil, "mem"), []byte{wasmbin.KindMemory, 0x01, 0x01, 0x02}),
+					cat(wasmbin.AppendName(nil, "env"), wasmbin.AppendName(nil, "tab"), []byte{wasmbin.KindTable, funcref, 0x00, 0x01}),
+					cat(wasmbin.AppendName(nil, "env"), wasmbin.AppendName(nil, "g2"), []byte{wasmbin.KindGlobal, i64, 0x01}),
 				},
 				funcs:   []byte{0},
 				globals: [][]byte{{f64, 0x01, 0x44, 0, 0, 0, 0, 0, 0, 0, 0, 0x0b}},
-				exports: [][]byte{export("run", kindFunc, 1), export("g", kindGlobal, 2)},
+				exports: [][]byte{export("run", wasmbin.KindFunc, 1), export("g", wasmbin.KindGlobal, 2)},
 				bodies:  [][]byte{loop},
 			}},
 		{name: "start function exported instead",
@@ -292,7 +294,7 @@ func TestInstrumentSections(t *testing.T) {
 				types:   [][]byte{funcType(nil, nil)},
 				funcs:   []byte{0, 0},
 				memory:  []byte{0x00, 0x00},
-				exports: [][]byte{export("run", kindFunc, 0)},
+				exports: [][]byte{export("run", wasmbin.KindFunc, 0)},
 				start:   2,
 				bodies:  [][]byte{loop, loop},
 			}},
@@ -303,10 +305,10 @@ func TestInstrumentSections(t *testing.T) {
 				memory: []byte{0x00, 0x00},
 				bodies: [][]byte{loop},
 				customs: [][]byte{
-					cat(appendName(nil, "name"), []byte{0x01, 0x04, 0x01, 0x00, 0x01, 'f'}), // function 0 is "f"
-					cat(appendName(nil, ".debug_info"), []byte{1, 2, 3}),
-					cat(appendName(nil, "producers"), []byte{0x00}),
-					cat(appendName(nil, ".debug_line"), []byte{0x00}),
+					cat(wasmbin.AppendName(nil, "name"), []byte{0x01, 0x04, 0x01, 0x00, 0x01, 'f'}), // function 0 is "f"
+					cat(wasmbin.AppendName(nil, ".debug_info"), []byte{1, 2, 3}),
+					cat(wasmbin.AppendName(nil, "producers"), []byte{0x00}),
+					cat(wasmbin.AppendName(nil, ".debug_line"), []byte{0x00}),
 				},
 			}},
 	}
@@ -363,7 +365,7 @@ func TestInstrumentErrors(t *testing.T) {
 	withExport := func(name string) []byte {
 		m := base
 		m.funcs = []byte{0}
-		m.exports = [][]byte{export(name, kindFunc, 0)}
+		m.exports = [][]byte{export(name, wasmbin.KindFunc, 0)}
 		m.bodies = [][]byte{body(noLocals)}
 		return m.bytes()
 	}
@@ -381,16 +383,16 @@ func TestInstrumentErrors(t *testing.T) {
 		{name: "empty", wasm: nil, words: []string{"not a WebAssembly 1.0 binary"}},
 		{name: "wrong version", wasm: []byte("\x00asm\x02\x00\x00\x00"), words: []string{"not a WebAssembly 1.0 binary"}},
 		{name: "truncated", wasm: valid[:len(valid)-3], words: []string{"unexpected end"}},
-		{name: "section size beyond the end", wasm: cat(header, []byte{sectionType, 0xff, 0xff, 0x03}), words: []string{"unexpected end"}},
-		{name: "section size overflows", wasm: cat(header, []byte{sectionType, 0xff, 0xff, 0xff, 0xff, 0x7f}), words: []string{"overflows 32 bits"}},
+		{name: "section size beyond the end", wasm: cat(header, []byte{wasmbin.SectionType, 0xff, 0xff, 0x03}), words: []string{"unexpected end"}},
+		{name: "section size overflows", wasm: cat(header, []byte{wasmbin.SectionType, 0xff, 0xff, 0xff, 0xff, 0x7f}), words: []string{"overflows 32 bits"}},
 		{name: "unknown section", wasm: cat(header, []byte{14, 0x00}), words: []string{"unknown section id 14"}},
-		{name: "repeated section", wasm: cat(header, []byte{sectionType, 0x01, 0x00, sectionType, 0x01, 0x00}), words: []string{"out of order or repeated"}},
-		{name: "sections out of order", wasm: cat(header, []byte{sectionExport, 0x01, 0x00, sectionGlobal, 0x01, 0x00}), words: []string{"out of order"}},
-		{name: "bad custom section name", wasm: cat(header, []byte{sectionCustom, 0x02, 0x05, 'a'}), words: []string{"custom section", "name"}},
+		{name: "repeated section", wasm: cat(header, []byte{wasmbin.SectionType, 0x01, 0x00, wasmbin.SectionType, 0x01, 0x00}), words: []string{"out of order or repeated"}},
+		{name: "sections out of order", wasm: cat(header, []byte{wasmbin.SectionExport, 0x01, 0x00, wasmbin.SectionGlobal, 0x01, 0x00}), words: []string{"out of order"}},
+		{name: "bad custom section name", wasm: cat(header, []byte{wasmbin.SectionCustom, 0x02, 0x05, 'a'}), words: []string{"custom section", "name"}},
 		{name: "export named like the flag", wasm: withExport(ExportName), words: []string{`already exports "eddy_interrupt"`}},
 		{name: "export named like the start export", wasm: withExport(StartExportName), words: []string{`already exports "eddy_interrupt_start"`}},
-		{name: "import section with trailing bytes", wasm: cat(header, []byte{sectionImport, 0x02, 0x00, 0x00}), words: []string{"import section", "1 bytes after the last entry"}},
-		{name: "unknown import kind", wasm: cat(header, []byte{sectionImport, 0x05, 0x01, 0x00, 0x00, 0x07, 0x00}), words: []string{"unknown import kind 0x7"}},
+		{name: "import section with trailing bytes", wasm: cat(header, []byte{wasmbin.SectionImport, 0x02, 0x00, 0x00}), words: []string{"import section", "1 bytes after the last entry"}},
+		{name: "unknown import kind", wasm: cat(header, []byte{wasmbin.SectionImport, 0x05, 0x01, 0x00, 0x00, 0x07, 0x00}), words: []string{"unknown import kind 0x7"}},
 		{name: "atomics are not decoded", wasm: module([]byte{0x41, 0x00, 0xfe, 0x10, 0x02, 0x00, 0x1a}), words: []string{"function 0", "instruction 0xfe 0x10", "unknown or unsupported opcode"}},
 		{name: "tail calls are not decoded", wasm: module([]byte{0x12, 0x00}), words: []string{"instruction 0x12"}},
 		{name: "unknown 0xfc sub-opcode", wasm: module([]byte{0xfc, 0x12}), words: []string{"0xfc sub-opcode 18"}},
@@ -411,18 +413,18 @@ func TestInstrumentErrors(t *testing.T) {
 		{name: "export of a global the module lacks", wasm: func() []byte {
 			m := base
 			m.funcs = []byte{0}
-			m.exports = [][]byte{export("g", kindGlobal, 0)}
+			m.exports = [][]byte{export("g", wasmbin.KindGlobal, 0)}
 			m.bodies = [][]byte{body(noLocals)}
 			return m.bytes()
 		}(), words: []string{`export "g": global 0 does not exist`}},
 		{name: "loops without a memory", wasm: testModule{types: [][]byte{funcType(nil, nil)}, funcs: []byte{0}, bodies: [][]byte{body(noLocals, []byte{0x03, 0x40, 0x0b})}}.bytes(),
 			words: []string{"loops but no memory"}},
-		{name: "more bodies than functions", wasm: cat(header, []byte{sectionCode, 0x01, 0x05}), words: []string{"5 function bodies for 0 functions"}},
+		{name: "more bodies than functions", wasm: cat(header, []byte{wasmbin.SectionCode, 0x01, 0x05}), words: []string{"5 function bodies for 0 functions"}},
 		{name: "fewer bodies than claimed", wasm: func() []byte {
 			m := base
 			m.funcs = []byte{0, 0}
 			m.dataCount, m.data = 0, nil
-			return appendSection(m.bytes(), sectionCode, []byte{0x02, 0x02, 0x00, 0x0b}) // 2 bodies, 1 there
+			return wasmbin.AppendSection(m.bytes(), wasmbin.SectionCode, []byte{0x02, 0x02, 0x00, 0x0b}) // 2 bodies, 1 there
 		}(), words: []string{"function 1: body size: unexpected end"}},
 		{name: "function of a type that does not exist", wasm: func() []byte {
 			m := base
@@ -430,7 +432,7 @@ func TestInstrumentErrors(t *testing.T) {
 			m.bodies = [][]byte{body(noLocals)}
 			return m.bytes()
 		}(), words: []string{"function section", "function 0 has type 9; there are 4 types"}},
-		{name: "a type that is not a function type", wasm: cat(header, []byte{sectionType, 0x03, 0x01, 0x5f, 0x00}),
+		{name: "a type that is not a function type", wasm: cat(header, []byte{wasmbin.SectionType, 0x03, 0x01, 0x5f, 0x00}),
 			words: []string{"type 0: unsupported form 0x5f"}},
 	}
 	for _, tt := range tests {
@@ -459,8 +461,8 @@ var spinModule = testModule{
 	types:  [][]byte{funcType(nil, nil), funcType([]byte{i32}, []byte{i32})},
 	funcs:  []byte{0, 1, 1, 1, 0},
 	memory: []byte{0x00, 0x00},
-	exports: [][]byte{export("spin", kindFunc, 0), export("triangle", kindFunc, 1), export("squares", kindFunc, 2),
-		export("countdown", kindFunc, 3), export("spin_calls", kindFunc, 4)},
+	exports: [][]byte{export("spin", wasmbin.KindFunc, 0), export("triangle", wasmbin.KindFunc, 1), export("squares", wasmbin.KindFunc, 2),
+		export("countdown", wasmbin.KindFunc, 3), export("spin_calls", wasmbin.KindFunc, 4)},
 	bodies: [][]byte{
 		// loop br 0 end
 		body(noLocals, []byte{0x03, 0x40, 0x0c, 0x00, 0x0b}),

@@ -7,6 +7,8 @@ import (
 
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
+
+	"github.com/eddy-stream/eddy/host/internal/wasmbin"
 )
 
 // testModule is a hand-assembled Wasm binary. Its sections are written in
@@ -38,7 +40,7 @@ const (
 )
 
 func vec(items ...[]byte) []byte {
-	out := appendU32(nil, uint32(len(items)))
+	out := wasmbin.AppendU32(nil, uint32(len(items)))
 	for _, it := range items {
 		out = append(out, it...)
 	}
@@ -46,14 +48,14 @@ func vec(items ...[]byte) []byte {
 }
 
 func funcType(params, results []byte) []byte {
-	out := append([]byte{0x60}, appendU32(nil, uint32(len(params)))...)
+	out := append([]byte{0x60}, wasmbin.AppendU32(nil, uint32(len(params)))...)
 	out = append(out, params...)
-	out = appendU32(out, uint32(len(results)))
+	out = wasmbin.AppendU32(out, uint32(len(results)))
 	return append(out, results...)
 }
 
 func export(name string, kind byte, idx uint32) []byte {
-	return appendU32(append(appendName(nil, name), kind), idx)
+	return wasmbin.AppendU32(append(wasmbin.AppendName(nil, name), kind), idx)
 }
 
 // body is a function body: locals (already encoded as a vector) and
@@ -68,6 +70,9 @@ func body(locals []byte, instrs ...[]byte) []byte {
 
 var noLocals = []byte{0x00}
 
+// header starts every binary, for cat.
+var header = []byte(wasmbin.Header)
+
 func cat(parts ...[]byte) []byte {
 	var out []byte
 	for _, p := range parts {
@@ -79,50 +84,50 @@ func cat(parts ...[]byte) []byte {
 func (m testModule) bytes() []byte {
 	out := append([]byte(nil), header...)
 	add := func(id byte, content []byte) {
-		out = appendSection(out, id, content)
+		out = wasmbin.AppendSection(out, id, content)
 	}
 	if m.types != nil {
-		add(sectionType, vec(m.types...))
+		add(wasmbin.SectionType, vec(m.types...))
 	}
 	if m.imports != nil {
-		add(sectionImport, vec(m.imports...))
+		add(wasmbin.SectionImport, vec(m.imports...))
 	}
 	if m.funcs != nil {
-		add(sectionFunction, append(appendU32(nil, uint32(len(m.funcs))), m.funcs...))
+		add(wasmbin.SectionFunction, append(wasmbin.AppendU32(nil, uint32(len(m.funcs))), m.funcs...))
 	}
 	if m.tables != nil {
-		add(sectionTable, vec(m.tables...))
+		add(wasmbin.SectionTable, vec(m.tables...))
 	}
 	if m.memory != nil {
-		add(sectionMemory, vec(m.memory))
+		add(wasmbin.SectionMemory, vec(m.memory))
 	}
 	if m.globals != nil {
-		add(sectionGlobal, vec(m.globals...))
+		add(wasmbin.SectionGlobal, vec(m.globals...))
 	}
 	if m.exports != nil {
-		add(sectionExport, vec(m.exports...))
+		add(wasmbin.SectionExport, vec(m.exports...))
 	}
 	if m.start > 0 {
-		add(sectionStart, appendU32(nil, uint32(m.start-1)))
+		add(wasmbin.SectionStart, wasmbin.AppendU32(nil, uint32(m.start-1)))
 	}
 	if m.elems != nil {
-		add(sectionElement, vec(m.elems...))
+		add(wasmbin.SectionElement, vec(m.elems...))
 	}
 	if m.dataCount > 0 {
-		add(sectionDataCount, appendU32(nil, uint32(m.dataCount-1)))
+		add(wasmbin.SectionDataCount, wasmbin.AppendU32(nil, uint32(m.dataCount-1)))
 	}
 	if m.bodies != nil {
 		var sized [][]byte
 		for _, b := range m.bodies {
-			sized = append(sized, append(appendU32(nil, uint32(len(b))), b...))
+			sized = append(sized, append(wasmbin.AppendU32(nil, uint32(len(b))), b...))
 		}
-		add(sectionCode, vec(sized...))
+		add(wasmbin.SectionCode, vec(sized...))
 	}
 	if m.data != nil {
-		add(sectionData, vec(m.data...))
+		add(wasmbin.SectionData, vec(m.data...))
 	}
 	for _, c := range m.customs {
-		add(sectionCustom, c)
+		add(wasmbin.SectionCustom, c)
 	}
 	return out
 }
@@ -134,9 +139,9 @@ func (m testModule) instrumented(flag uint32, bodies ...[]byte) testModule {
 	out := m
 	zero := []byte{i32, 0x01, 0x41, 0x00, opEnd}
 	out.globals = append(append([][]byte{}, m.globals...), zero, zero)
-	out.exports = append(append([][]byte{}, m.exports...), export(ExportName, kindGlobal, flag))
+	out.exports = append(append([][]byte{}, m.exports...), export(ExportName, wasmbin.KindGlobal, flag))
 	if m.start > 0 {
-		out.exports = append(out.exports, export(StartExportName, kindFunc, uint32(m.start-1)))
+		out.exports = append(out.exports, export(StartExportName, wasmbin.KindFunc, uint32(m.start-1)))
 		out.start = 0
 	}
 	out.bodies = bodies
@@ -146,17 +151,17 @@ func (m testModule) instrumented(flag uint32, bodies ...[]byte) testModule {
 // entrySeq is what Instrument inserts at the start of a function with
 // loops: $tick++, and the iteration counter (local counter) starts there.
 func entrySeq(tick, counter uint32) []byte {
-	t := appendU32(nil, tick)
-	return cat([]byte{0x23}, t, []byte{0x41, 0x01, 0x6a, 0x22}, appendU32(nil, counter), []byte{0x24}, t)
+	t := wasmbin.AppendU32(nil, tick)
+	return cat([]byte{0x23}, t, []byte{0x41, 0x01, 0x6a, 0x22}, wasmbin.AppendU32(nil, counter), []byte{0x24}, t)
 }
 
 // loopSeq is the sequence Instrument inserts at the start of every loop
 // body when the flag global has index flag and the iteration counter is
 // local counter.
 func loopSeq(flag, counter uint32) []byte {
-	c := appendU32(nil, counter)
+	c := wasmbin.AppendU32(nil, counter)
 	return cat(
-		[]byte{0x23}, appendU32(nil, flag), []byte{0x04, 0x40, 0x00, 0x0b}, // global.get $flag; if; unreachable; end
+		[]byte{0x23}, wasmbin.AppendU32(nil, flag), []byte{0x04, 0x40, 0x00, 0x0b}, // global.get $flag; if; unreachable; end
 		[]byte{0x20}, c, []byte{0x41, 0x01, 0x6a, 0x22}, c, // $counter = $counter + 1
 		[]byte{0x41, 0xff, 0x07, 0x71, 0x45},                   // $counter & 0x3ff == 0
 		[]byte{0x04, 0x40, 0x41, 0x00, 0x40, 0x00, 0x1a, 0x0b}, // if; memory.grow 0; drop; end

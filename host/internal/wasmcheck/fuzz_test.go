@@ -5,6 +5,8 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+
+	"github.com/eddy-stream/eddy/host/internal/wasmbin"
 )
 
 // FuzzCheck feeds Check arbitrary bytes, as an upload would. Check must
@@ -32,7 +34,7 @@ func FuzzCheck(f *testing.F) {
 		funcs = append(funcs, []byte{0})
 		bodies = append(bodies, body(locals(n)))
 	}
-	f.Add(module(section(sectionType, vec(typeVoid)), section(sectionFunction, vec(funcs...)), section(sectionCode, vec(bodies...))))
+	f.Add(module(section(wasmbin.SectionType, vec(typeVoid)), section(wasmbin.SectionFunction, vec(funcs...)), section(wasmbin.SectionCode, vec(bodies...))))
 
 	compiles := newWazero(f)
 	lim := DefaultLimits()

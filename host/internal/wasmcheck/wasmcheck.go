@@ -37,6 +37,8 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+
+	"github.com/eddy-stream/eddy/host/internal/wasmbin"
 )
 
 // Limits bound what a module may declare. A zero field is a limit of
@@ -81,55 +83,6 @@ func DefaultLimits() Limits {
 	}
 }
 
-// Section ids of the binary format.
-const (
-	sectionCustom    = 0
-	sectionType      = 1
-	sectionImport    = 2
-	sectionFunction  = 3
-	sectionTable     = 4
-	sectionMemory    = 5
-	sectionGlobal    = 6
-	sectionExport    = 7
-	sectionStart     = 8
-	sectionElement   = 9
-	sectionCode      = 10
-	sectionData      = 11
-	sectionDataCount = 12
-	sectionTag       = 13
-)
-
-var sectionNames = [...]string{
-	sectionCustom:    "custom section",
-	sectionType:      "type section",
-	sectionImport:    "import section",
-	sectionFunction:  "function section",
-	sectionTable:     "table section",
-	sectionMemory:    "memory section",
-	sectionGlobal:    "global section",
-	sectionExport:    "export section",
-	sectionStart:     "start section",
-	sectionElement:   "element section",
-	sectionCode:      "code section",
-	sectionData:      "data section",
-	sectionDataCount: "data count section",
-	sectionTag:       "tag section",
-}
-
-func sectionName(id byte) string {
-	if int(id) < len(sectionNames) {
-		return sectionNames[id]
-	}
-	return fmt.Sprintf("section %d", id)
-}
-
-// Value type prefixes of the typed function references proposal, which
-// wazero decodes: a heap type follows as a signed 33-bit LEB128 number.
-const (
-	refNullable    = 0x63
-	refNonNullable = 0x64
-)
-
 // Check returns nil if nothing wasm declares exceeds the bytes that hold
 // it or lim, and otherwise an error of one line that names the section,
 // the entry and the count, such as "function section declares 4294967295
@@ -137,26 +90,21 @@ const (
 // where Check reads is refused too, as wazero would refuse it, with an
 // error that wraps ErrMalformed.
 func Check(wasm []byte, lim Limits) error {
-	if len(wasm) < 8 || string(wasm[:4]) != "\x00asm" {
+	if len(wasm) < len(wasmbin.Header) || string(wasm[:len(wasmbin.Magic)]) != wasmbin.Magic {
 		return malformedf("not a WebAssembly binary (no \\0asm header)")
 	}
-	if v := binary.LittleEndian.Uint32(wasm[4:8]); v != 1 {
+	if v := binary.LittleEndian.Uint32(wasm[len(wasmbin.Magic):len(wasmbin.Header)]); v != 1 {
 		return malformedf("WebAssembly binary version %#x is not supported (only 1 is)", v)
 	}
 	c := checker{lim: lim}
-	r := &reader{b: wasm, pos: 8}
-	for !r.eof() {
-		start := r.offset()
-		id, _ := r.byte()
-		size, err := r.u32()
+	r := wasmbin.NewReaderAt(wasm[len(wasmbin.Header):], len(wasmbin.Header))
+	for !r.EOF() {
+		s, err := r.Section()
 		if err != nil {
-			return malformedf("%s at offset %#x: size: %v", sectionName(id), start, err)
+			return malformedf("%v", err)
 		}
-		if uint64(size) > uint64(r.left()) {
-			return malformedf("%s at offset %#x declares %s with only %s left in the module",
-				sectionName(id), start, nbytes(uint64(size)), nbytes(uint64(r.left())))
-		}
-		if err := c.check(id, r.sub(size)); err != nil {
+		content := s.Reader()
+		if err := c.check(s.ID, &content); err != nil {
 			return err
 		}
 	}
@@ -175,39 +123,39 @@ type checker struct {
 	allLocals   uint64 // the locals of the functions so far
 }
 
-func (c *checker) check(id byte, r *reader) error {
-	if int(id) >= len(sectionNames) {
+func (c *checker) check(id byte, r *wasmbin.Reader) error {
+	if _, known := wasmbin.SectionOrder(id); !known {
 		// wazero refuses an unknown section before it reads its content.
 		return nil
 	}
-	c.section = sectionNames[id]
+	c.section = wasmbin.SectionName(id)
 	switch id {
-	case sectionCustom:
+	case wasmbin.SectionCustom:
 		return c.custom(r)
-	case sectionType:
+	case wasmbin.SectionType:
 		return c.types(r)
-	case sectionImport:
+	case wasmbin.SectionImport:
 		return c.imports(r)
-	case sectionFunction:
+	case wasmbin.SectionFunction:
 		// Entries without vectors inside: only their number matters.
 		_, err := c.count(r, where{}, "functions")
 		return err
-	case sectionTable:
+	case wasmbin.SectionTable:
 		return c.tables(r)
-	case sectionMemory:
+	case wasmbin.SectionMemory:
 		return c.memories(r)
-	case sectionGlobal:
+	case wasmbin.SectionGlobal:
 		_, err := c.count(r, where{}, "globals")
 		return err
-	case sectionExport:
+	case wasmbin.SectionExport:
 		return c.exports(r)
-	case sectionElement:
+	case wasmbin.SectionElement:
 		return c.elements(r)
-	case sectionCode:
+	case wasmbin.SectionCode:
 		return c.code(r)
-	case sectionData:
+	case wasmbin.SectionData:
 		return c.data(r)
-	case sectionTag:
+	case wasmbin.SectionTag:
 		_, err := c.count(r, where{}, "tags")
 		return err
 	default:
@@ -249,36 +197,36 @@ func (w where) String() string {
 
 // count reads the length of a vector and refuses one with more entries
 // than there are bytes left in r; things names the entries.
-func (c *checker) count(r *reader, w where, things string) (uint32, error) {
-	at := r.offset()
-	n, err := r.u32()
+func (c *checker) count(r *wasmbin.Reader, w where, things string) (uint32, error) {
+	at := r.Offset()
+	n, err := r.U32()
 	if err != nil {
 		return 0, c.malformed(w, at, fmt.Errorf("number of %s: %w", things, err))
 	}
-	if uint64(n) > uint64(r.left()) {
+	if uint64(n) > uint64(r.Len()) {
 		if w == (where{}) {
-			return 0, fmt.Errorf("%s declares %s in %s", c.section, quantity(n, things), nbytes(uint64(len(r.b))))
+			return 0, fmt.Errorf("%s declares %s in %s", c.section, quantity(n, things), nbytes(uint64(r.Size())))
 		}
-		return 0, fmt.Errorf("%s: %s declares %s with only %s left", c.section, w, quantity(n, things), nbytes(uint64(r.left())))
+		return 0, fmt.Errorf("%s: %s declares %s with only %s left", c.section, w, quantity(n, things), nbytes(uint64(r.Len())))
 	}
 	return n, nil
 }
 
 // bytes skips a vector of bytes (a name, a data segment) after checking
 // that its length does not exceed the bytes left in r.
-func (c *checker) bytes(r *reader, w where, what string) error {
-	at := r.offset()
-	n, err := r.u32()
+func (c *checker) bytes(r *wasmbin.Reader, w where, what string) error {
+	at := r.Offset()
+	n, err := r.U32()
 	if err != nil {
 		return c.malformed(w, at, fmt.Errorf("length of %s: %w", what, err))
 	}
-	if uint64(n) > uint64(r.left()) {
+	if uint64(n) > uint64(r.Len()) {
 		if w == (where{}) {
-			return fmt.Errorf("%s declares %s of %s in %s", c.section, what, nbytes(uint64(n)), nbytes(uint64(len(r.b))))
+			return fmt.Errorf("%s declares %s of %s in %s", c.section, what, nbytes(uint64(n)), nbytes(uint64(r.Size())))
 		}
-		return fmt.Errorf("%s: %s declares %s of %s with only %s left", c.section, w, what, nbytes(uint64(n)), nbytes(uint64(r.left())))
+		return fmt.Errorf("%s: %s declares %s of %s with only %s left", c.section, w, what, nbytes(uint64(n)), nbytes(uint64(r.Len())))
 	}
-	return r.skip(n)
+	return r.Skip(n)
 }
 
 // malformed reports bytes that do not decode where Check reads them.
@@ -333,17 +281,16 @@ func (e *limitError) Error() string { return e.msg }
 
 // custom checks a custom section's name and, when it is the name section,
 // its maps: wazero decodes that one.
-func (c *checker) custom(r *reader) error {
-	at := r.offset()
-	n, err := r.u32()
+func (c *checker) custom(r *wasmbin.Reader) error {
+	at := r.Offset()
+	n, err := r.U32()
 	if err != nil {
 		return c.malformed(where{}, at, fmt.Errorf("length of the name: %w", err))
 	}
-	if uint64(n) > uint64(r.left()) {
-		return fmt.Errorf("%s declares a name of %s in %s", c.section, nbytes(uint64(n)), nbytes(uint64(len(r.b))))
+	if uint64(n) > uint64(r.Len()) {
+		return fmt.Errorf("%s declares a name of %s in %s", c.section, nbytes(uint64(n)), nbytes(uint64(r.Size())))
 	}
-	name := r.b[r.pos : r.pos+int(n)]
-	r.pos += int(n)
+	name, _ := r.Bytes(n) // there, as checked above
 	if string(name) != "name" {
 		return nil
 	}
@@ -362,48 +309,48 @@ const (
 // it knows from where the previous one ended, not from where its size
 // says, so each must end exactly where it says for Check to read the
 // same bytes.
-func (c *checker) names(r *reader) error {
-	for !r.eof() {
-		at := r.offset()
-		id, _ := r.byte()
+func (c *checker) names(r *wasmbin.Reader) error {
+	for !r.EOF() {
+		at := r.Offset()
+		id, _ := r.Byte()
 		w := item("subsection", uint64(id))
-		size, err := r.u32()
+		size, err := r.U32()
 		if err != nil {
 			return c.malformed(w, at, fmt.Errorf("size: %w", err))
 		}
-		if uint64(size) > uint64(r.left()) {
-			return fmt.Errorf("%s: %s declares %s with only %s left", c.section, w, nbytes(uint64(size)), nbytes(uint64(r.left())))
+		if uint64(size) > uint64(r.Len()) {
+			return fmt.Errorf("%s: %s declares %s with only %s left", c.section, w, nbytes(uint64(size)), nbytes(uint64(r.Len())))
 		}
-		sub := r.sub(size)
+		sub, _ := r.Sub(size) // there, as checked above
 		switch id {
 		case namesModule:
-			err = c.bytes(sub, item("subsection", namesModule), "a module name")
+			err = c.bytes(&sub, item("subsection", namesModule), "a module name")
 		case namesFunction:
-			err = c.nameMap(sub, where{what: "the function name map"})
+			err = c.nameMap(&sub, where{what: "the function name map"})
 		case namesLocal:
-			err = c.localNames(sub)
+			err = c.localNames(&sub)
 		default:
 			continue // wazero skips it by its size
 		}
 		if err != nil {
 			return err
 		}
-		if !sub.eof() {
-			return malformedf("%s: %s ends %s before its declared size", c.section, w, nbytes(uint64(sub.left())))
+		if !sub.EOF() {
+			return malformedf("%s: %s ends %s before its declared size", c.section, w, nbytes(uint64(sub.Len())))
 		}
 	}
 	return nil
 }
 
 // nameMap checks a vector of (index, name) pairs.
-func (c *checker) nameMap(r *reader, w where) error {
+func (c *checker) nameMap(r *wasmbin.Reader, w where) error {
 	n, err := c.count(r, w, "entries")
 	if err != nil {
 		return err
 	}
 	for i := range n {
-		at := r.offset()
-		if _, err := r.u32(); err != nil {
+		at := r.Offset()
+		if _, err := r.U32(); err != nil {
 			return c.malformed(w.of(i), at, fmt.Errorf("index: %w", err))
 		}
 		if err := c.bytes(r, w.of(i), "a name"); err != nil {
@@ -414,15 +361,15 @@ func (c *checker) nameMap(r *reader, w where) error {
 }
 
 // localNames checks a vector of (function index, name map) pairs.
-func (c *checker) localNames(r *reader) error {
+func (c *checker) localNames(r *wasmbin.Reader) error {
 	w := where{what: "the local name map"}
 	n, err := c.count(r, w, "functions")
 	if err != nil {
 		return err
 	}
 	for i := range n {
-		at := r.offset()
-		fn, err := r.u32()
+		at := r.Offset()
+		fn, err := r.U32()
 		if err != nil {
 			return c.malformed(w.of(i), at, fmt.Errorf("function index: %w", err))
 		}
@@ -435,19 +382,20 @@ func (c *checker) localNames(r *reader) error {
 
 // types checks the parameter and result vectors of each function type,
 // in recursion groups or not.
-func (c *checker) types(r *reader) error {
+func (c *checker) types(r *wasmbin.Reader) error {
 	n, err := c.count(r, where{}, "types")
 	if err != nil {
 		return err
 	}
 	var index uint64 // of the next type, counting those in groups
 	for i := range n {
-		if r.eof() {
-			return c.malformed(item("type", index), r.offset(), errEnd)
+		next, err := r.Peek()
+		if err != nil {
+			return c.malformed(item("type", index), r.Offset(), err)
 		}
 		group := uint32(1)
-		if r.b[r.pos] == 0x4e {
-			r.pos++
+		if next == 0x4e {
+			_, _ = r.Byte() // the 0x4e, there
 			if group, err = c.count(r, item("recursion group", uint64(i)), "types"); err != nil {
 				return err
 			}
@@ -462,13 +410,13 @@ func (c *checker) types(r *reader) error {
 	return nil
 }
 
-func (c *checker) funcType(r *reader, w where) error {
-	at := r.offset()
-	form, err := r.byte()
+func (c *checker) funcType(r *wasmbin.Reader, w where) error {
+	at := r.Offset()
+	form, err := r.Byte()
 	if err != nil {
 		return c.malformed(w, at, err)
 	}
-	if form != 0x60 {
+	if form != wasmbin.FuncForm {
 		return c.malformed(w, at, fmt.Errorf("form %#x is not that of a function type", form))
 	}
 	for _, things := range [...]string{"parameters", "results"} {
@@ -477,8 +425,8 @@ func (c *checker) funcType(r *reader, w where) error {
 			return err
 		}
 		for range n {
-			at := r.offset()
-			if err := valueType(r); err != nil {
+			at := r.Offset()
+			if _, err := r.ValueType(); err != nil {
 				return c.malformed(w, at, fmt.Errorf("%s: %w", things, err))
 			}
 		}
@@ -486,29 +434,7 @@ func (c *checker) funcType(r *reader, w where) error {
 	return nil
 }
 
-// valueType skips a value type: one byte, or a reference type prefix and
-// its heap type.
-func valueType(r *reader) error {
-	t, err := r.byte()
-	if err != nil {
-		return err
-	}
-	if t == refNullable || t == refNonNullable {
-		return r.skipLEB(5)
-	}
-	return nil
-}
-
-// Kinds of imports.
-const (
-	kindFunc   = 0x00
-	kindTable  = 0x01
-	kindMemory = 0x02
-	kindGlobal = 0x03
-	kindTag    = 0x04
-)
-
-func (c *checker) imports(r *reader) error {
+func (c *checker) imports(r *wasmbin.Reader) error {
 	n, err := c.count(r, where{}, "imports")
 	if err != nil {
 		return err
@@ -521,27 +447,27 @@ func (c *checker) imports(r *reader) error {
 		if err := c.bytes(r, w, "a name"); err != nil {
 			return err
 		}
-		at := r.offset()
-		kind, err := r.byte()
+		at := r.Offset()
+		kind, err := r.Byte()
 		if err != nil {
 			return c.malformed(w, at, err)
 		}
 		switch kind {
-		case kindFunc:
-			_, err = r.u32()
+		case wasmbin.KindFunc:
+			_, err = r.U32()
 			c.importFuncs++
-		case kindTable:
+		case wasmbin.KindTable:
 			// An imported table is the exporter's: it costs nothing here.
 			err = c.table(r, w, false)
-		case kindMemory:
+		case wasmbin.KindMemory:
 			err = c.memory(r, w)
-		case kindGlobal:
-			if err = valueType(r); err == nil {
-				_, err = r.byte() // mutability
+		case wasmbin.KindGlobal:
+			if _, err = r.ValueType(); err == nil {
+				_, err = r.Byte() // mutability
 			}
-		case kindTag:
-			if _, err = r.byte(); err == nil { // attribute
-				_, err = r.u32()
+		case wasmbin.KindTag:
+			if _, err = r.Byte(); err == nil { // attribute
+				_, err = r.U32()
 			}
 		default:
 			err = fmt.Errorf("unknown kind %#x", kind)
@@ -553,14 +479,14 @@ func (c *checker) imports(r *reader) error {
 	return nil
 }
 
-func (c *checker) tables(r *reader) error {
+func (c *checker) tables(r *wasmbin.Reader) error {
 	n, err := c.count(r, where{}, "tables")
 	if err != nil {
 		return err
 	}
 	for i := range n {
 		w := item("table", uint64(i))
-		at := r.offset()
+		at := r.Offset()
 		if err := c.table(r, w, true); err != nil {
 			return c.malformed(w, at, err)
 		}
@@ -571,33 +497,28 @@ func (c *checker) tables(r *reader) error {
 // table reads a table type, which a 0x40 0x00 prefix says is followed by
 // an initializer expression (wazero reads one in imports too), and for a
 // defined table adds its minimum to the module's.
-func (c *checker) table(r *reader, w where, defined bool) error {
-	t, err := r.byte()
+func (c *checker) table(r *wasmbin.Reader, w where, defined bool) error {
+	t, err := r.Peek()
 	if err != nil {
 		return err
 	}
 	initialized := t == 0x40
 	if initialized {
-		if _, err := r.byte(); err != nil { // reserved 0x00
-			return err
-		}
-		if t, err = r.byte(); err != nil {
+		if err := r.Skip(2); err != nil { // 0x40 and a reserved 0x00
 			return err
 		}
 	}
-	if t == refNullable || t == refNonNullable {
-		if err := r.skipLEB(5); err != nil {
-			return err
-		}
+	if _, err := r.ValueType(); err != nil {
+		return err
 	}
 	min, err := limits(r)
 	if err != nil {
 		return err
 	}
 	if defined {
-		c.tableElems += uint64(min)
+		c.tableElems += min
 		if c.tableElems > c.lim.TableElements {
-			if uint64(min) == c.tableElems {
+			if min == c.tableElems {
 				return &limitError{fmt.Sprintf("%s: %s declares a minimum of %d elements, over the limit of %d",
 					c.section, w, min, c.lim.TableElements)}
 			}
@@ -611,14 +532,14 @@ func (c *checker) table(r *reader, w where, defined bool) error {
 	return nil
 }
 
-func (c *checker) memories(r *reader) error {
+func (c *checker) memories(r *wasmbin.Reader) error {
 	n, err := c.count(r, where{}, "memories")
 	if err != nil {
 		return err
 	}
 	for i := range n {
 		w := item("memory", uint64(i))
-		at := r.offset()
+		at := r.Offset()
 		if err := c.memory(r, w); err != nil {
 			return c.malformed(w, at, err)
 		}
@@ -626,12 +547,12 @@ func (c *checker) memories(r *reader) error {
 	return nil
 }
 
-func (c *checker) memory(r *reader, w where) error {
+func (c *checker) memory(r *wasmbin.Reader, w where) error {
 	min, err := limits(r)
 	if err != nil {
 		return err
 	}
-	if min > c.lim.MemoryPages {
+	if min > uint64(c.lim.MemoryPages) {
 		return &limitError{fmt.Sprintf("%s: %s declares a minimum of %d pages of 64 KiB, over the limit of %d",
 			c.section, w, min, c.lim.MemoryPages)}
 	}
@@ -640,28 +561,17 @@ func (c *checker) memory(r *reader, w where) error {
 
 // limits reads the limits of a table or memory type and returns the
 // minimum. Flags 2 and 3 mark a shared memory (threads proposal), which
-// wazero decodes, then refuses unless threads are enabled.
-func limits(r *reader) (uint32, error) {
-	flags, err := r.byte()
-	if err != nil {
-		return 0, err
-	}
-	if flags > 3 {
+// wazero decodes, then refuses unless threads are enabled. Flags 4 to 7
+// (a 64-bit memory) wazero refuses before it reads on, and so does Check.
+func limits(r *wasmbin.Reader) (uint64, error) {
+	if flags, err := r.Peek(); err == nil && flags > wasmbin.LimitsHasMax|wasmbin.LimitsShared {
 		return 0, fmt.Errorf("limits flags %#x are not 0 to 3", flags)
 	}
-	min, err := r.u32()
-	if err != nil {
-		return 0, err
-	}
-	if flags&1 != 0 {
-		if _, err := r.u32(); err != nil { // maximum
-			return 0, err
-		}
-	}
-	return min, nil
+	l, err := r.Limits()
+	return l.Min, err
 }
 
-func (c *checker) exports(r *reader) error {
+func (c *checker) exports(r *wasmbin.Reader) error {
 	n, err := c.count(r, where{}, "exports")
 	if err != nil {
 		return err
@@ -671,11 +581,11 @@ func (c *checker) exports(r *reader) error {
 		if err := c.bytes(r, w, "a name"); err != nil {
 			return err
 		}
-		at := r.offset()
-		if _, err := r.byte(); err != nil { // kind
+		at := r.Offset()
+		if _, err := r.Byte(); err != nil { // kind
 			return c.malformed(w, at, err)
 		}
-		if _, err := r.u32(); err != nil {
+		if _, err := r.U32(); err != nil {
 			return c.malformed(w, at, err)
 		}
 	}
@@ -686,15 +596,15 @@ func (c *checker) exports(r *reader) error {
 // element segment, in each of the eight encodings the flags select (bit
 // 0: passive or declarative; bit 1: with a table index, or declarative;
 // bit 2: expressions instead of function indices).
-func (c *checker) elements(r *reader) error {
+func (c *checker) elements(r *wasmbin.Reader) error {
 	n, err := c.count(r, where{}, "element segments")
 	if err != nil {
 		return err
 	}
 	for i := range n {
 		w := item("segment", uint64(i))
-		at := r.offset()
-		flags, err := r.u32()
+		at := r.Offset()
+		flags, err := r.U32()
 		if err == nil && flags > 7 {
 			err = fmt.Errorf("flags %d are not 0 to 7", flags)
 		}
@@ -713,9 +623,9 @@ func (c *checker) elements(r *reader) error {
 			return err
 		}
 		for range count {
-			at := r.offset()
+			at := r.Offset()
 			if flags&4 == 0 {
-				_, err = r.u32()
+				_, err = r.U32()
 			} else {
 				err = constExpr(r)
 			}
@@ -728,9 +638,9 @@ func (c *checker) elements(r *reader) error {
 }
 
 // elementHead skips what precedes the vector of an element segment.
-func elementHead(r *reader, flags uint32) error {
+func elementHead(r *wasmbin.Reader, flags uint32) error {
 	if flags == 2 || flags == 6 { // active, with a table index
-		if _, err := r.u32(); err != nil {
+		if _, err := r.U32(); err != nil {
 			return err
 		}
 	}
@@ -743,30 +653,32 @@ func elementHead(r *reader, flags uint32) error {
 	case flags == 0 || flags == 4:
 		return nil // funcref, implied
 	case flags&4 == 0: // element kind, 0x00
-		_, err := r.byte()
+		_, err := r.Byte()
 		return err
 	default: // reference type
-		return valueType(r)
+		_, err := r.ValueType()
+		return err
 	}
 }
 
 // code checks the locals each function body declares.
-func (c *checker) code(r *reader) error {
+func (c *checker) code(r *wasmbin.Reader) error {
 	n, err := c.count(r, where{}, "function bodies")
 	if err != nil {
 		return err
 	}
 	for i := range n {
 		w := item("function", uint64(c.importFuncs)+uint64(i))
-		at := r.offset()
-		size, err := r.u32()
+		at := r.Offset()
+		size, err := r.U32()
 		if err != nil {
 			return c.malformed(w, at, fmt.Errorf("size: %w", err))
 		}
-		if uint64(size) > uint64(r.left()) {
-			return fmt.Errorf("%s: %s declares a body of %s with only %s left", c.section, w, nbytes(uint64(size)), nbytes(uint64(r.left())))
+		if uint64(size) > uint64(r.Len()) {
+			return fmt.Errorf("%s: %s declares a body of %s with only %s left", c.section, w, nbytes(uint64(size)), nbytes(uint64(r.Len())))
 		}
-		if err := c.locals(r.sub(size), w); err != nil {
+		body, _ := r.Sub(size) // there, as checked above
+		if err := c.locals(&body, w); err != nil {
 			return err
 		}
 	}
@@ -775,17 +687,17 @@ func (c *checker) code(r *reader) error {
 
 // locals checks the local declarations at the start of a function body:
 // runs of locals of one type, each a count and a type.
-func (c *checker) locals(r *reader, w where) error {
+func (c *checker) locals(r *wasmbin.Reader, w where) error {
 	runs, err := c.count(r, w, "runs of locals")
 	if err != nil {
 		return err
 	}
 	var sum uint64
 	for range runs {
-		at := r.offset()
-		n, err := r.u32()
+		at := r.Offset()
+		n, err := r.U32()
 		if err == nil {
-			err = valueType(r)
+			_, err = r.ValueType()
 		}
 		if err != nil {
 			return c.malformed(w, at, fmt.Errorf("locals: %w", err))
@@ -804,20 +716,20 @@ func (c *checker) locals(r *reader, w where) error {
 }
 
 // data checks the length of each data segment.
-func (c *checker) data(r *reader) error {
+func (c *checker) data(r *wasmbin.Reader) error {
 	n, err := c.count(r, where{}, "data segments")
 	if err != nil {
 		return err
 	}
 	for i := range n {
 		w := item("segment", uint64(i))
-		at := r.offset()
-		flags, err := r.u32()
+		at := r.Offset()
+		flags, err := r.U32()
 		if err == nil && flags > 2 {
 			err = fmt.Errorf("flags %d are not 0 to 2", flags)
 		}
 		if err == nil && flags == 2 { // active, with a memory index
-			_, err = r.u32()
+			_, err = r.U32()
 		}
 		if err == nil && flags != 1 { // active: the offset
 			err = constExpr(r)
@@ -853,9 +765,9 @@ const (
 )
 
 // constExpr skips a constant expression, up to and including its end.
-func constExpr(r *reader) error {
+func constExpr(r *wasmbin.Reader) error {
 	for {
-		op, err := r.byte()
+		op, err := r.Byte()
 		if err != nil {
 			return err
 		}
@@ -863,27 +775,27 @@ func constExpr(r *reader) error {
 		case opEnd:
 			return nil
 		case opI32Const:
-			err = r.skipLEB(5)
+			_, err = r.S32()
 		case opI64Const:
-			err = r.skipLEB(10)
+			_, err = r.S64()
 		case opF32Const:
-			err = r.skip(4)
+			err = r.Skip(4)
 		case opF64Const:
-			err = r.skip(8)
+			err = r.Skip(8)
 		case opGlobalGet, opRefFunc:
-			_, err = r.u32()
+			_, err = r.U32()
 		case opRefNull:
-			// A one-byte abstract heap type or a type index: one LEB128
-			// number either way.
-			err = r.skipLEB(5)
+			// A one-byte abstract heap type or a type index: one heap
+			// type, a signed LEB128 number, either way.
+			_, err = r.S33()
 		case opI32Add, opI32Sub, opI32Mul, opI64Add, opI64Sub, opI64Mul:
 		case opVecPrefix:
 			var sub byte
-			if sub, err = r.byte(); err == nil {
+			if sub, err = r.Byte(); err == nil {
 				if sub != opV128Const {
 					return fmt.Errorf("instruction 0xfd %#x in a constant expression", sub)
 				}
-				err = r.skip(16)
+				err = r.Skip(16)
 			}
 		default:
 			return fmt.Errorf("instruction %#x in a constant expression", op)

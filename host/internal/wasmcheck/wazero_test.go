@@ -11,6 +11,8 @@ import (
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/experimental"
+
+	"github.com/eddy-stream/eddy/host/internal/wasmbin"
 )
 
 // allFeatures are all the features wazero decodes: the host enables
@@ -40,8 +42,8 @@ func newWazero(t testing.TB) (compiles func([]byte) error) {
 // every module of wazero's own spec test corpus that wazero compiles.
 func TestCheckAcceptsWhatWazeroAccepts(t *testing.T) {
 	compiles := newWazero(t)
-	code := func(bodies ...[]byte) []byte { return section(sectionCode, vec(bodies...)) }
-	voidFunc := [][]byte{section(sectionType, vec(typeVoid)), section(sectionFunction, vec([]byte{0}))}
+	code := func(bodies ...[]byte) []byte { return section(wasmbin.SectionCode, vec(bodies...)) }
+	voidFunc := [][]byte{section(wasmbin.SectionType, vec(typeVoid)), section(wasmbin.SectionFunction, vec([]byte{0}))}
 	withVoidFunc := func(sections ...[]byte) []byte { return module(append(voidFunc[:2:2], sections...)...) }
 	refFunc0 := []byte{opRefFunc, 0, opEnd}
 	refNullFunc := []byte{opRefNull, funcref, opEnd}
@@ -51,8 +53,8 @@ func TestCheckAcceptsWhatWazeroAccepts(t *testing.T) {
 		wasm []byte
 	}{
 		{name: "element segments in each encoding", wasm: withVoidFunc(
-			section(sectionTable, vec([]byte{funcref, 0, 8})),
-			section(sectionElement, vec(
+			section(wasmbin.SectionTable, vec([]byte{funcref, 0, 8})),
+			section(wasmbin.SectionElement, vec(
 				cat([]byte{0}, i32Zero, vec([]byte{0})),
 				cat([]byte{1, 0}, vec([]byte{0})),
 				cat([]byte{2, 0}, []byte{opI32Const, 1, opEnd}, []byte{0}, vec([]byte{0})),
@@ -64,18 +66,18 @@ func TestCheckAcceptsWhatWazeroAccepts(t *testing.T) {
 			)),
 			code(body(locals())))},
 		{name: "data segments in each encoding", wasm: module(
-			section(sectionMemory, vec([]byte{0, 1})),
-			section(sectionDataCount, leb(3)),
-			section(sectionData, vec(
+			section(wasmbin.SectionMemory, vec([]byte{0, 1})),
+			section(wasmbin.SectionDataCount, leb(3)),
+			section(wasmbin.SectionData, vec(
 				cat([]byte{0}, i32Zero, name("ab")),
 				cat([]byte{1}, name("cd")),
 				cat([]byte{2, 0}, []byte{opI32Const, 4, opEnd}, name("")),
 			)))},
 		{name: "globals of each constant", wasm: module(
-			section(sectionType, vec(typeVoid)),
-			section(sectionImport, vec(cat(name("env"), name("g"), []byte{kindGlobal, i32, 0}))),
-			section(sectionFunction, vec([]byte{0})),
-			section(sectionGlobal, vec(
+			section(wasmbin.SectionType, vec(typeVoid)),
+			section(wasmbin.SectionImport, vec(cat(name("env"), name("g"), []byte{wasmbin.KindGlobal, i32, 0}))),
+			section(wasmbin.SectionFunction, vec([]byte{0})),
+			section(wasmbin.SectionGlobal, vec(
 				cat([]byte{i32, 0, opI32Const, 0xff, 0xff, 0xff, 0xff, 0x07, opEnd}),
 				cat([]byte{0x7e, 1, opI64Const, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x7f, opEnd}),
 				cat([]byte{0x7d, 0, opF32Const, 0, 0, 0x80, 0x3f, opEnd}),
@@ -89,29 +91,29 @@ func TestCheckAcceptsWhatWazeroAccepts(t *testing.T) {
 			)),
 			code(body(locals())))},
 		{name: "imports of each kind", wasm: module(
-			section(sectionType, vec(typeVoid)),
-			section(sectionImport, vec(
-				cat(name("env"), name("f"), []byte{kindFunc, 0}),
-				cat(name("env"), name("t"), []byte{kindTable, funcref, 1, 1, 2}),
-				cat(name("env"), name("m"), []byte{kindMemory, 1, 1, 2}),
-				cat(name("env"), name("g"), []byte{kindGlobal, i32, 1}),
-				cat(name("env"), name("e"), []byte{kindTag, 0, 0}),
+			section(wasmbin.SectionType, vec(typeVoid)),
+			section(wasmbin.SectionImport, vec(
+				cat(name("env"), name("f"), []byte{wasmbin.KindFunc, 0}),
+				cat(name("env"), name("t"), []byte{wasmbin.KindTable, funcref, 1, 1, 2}),
+				cat(name("env"), name("m"), []byte{wasmbin.KindMemory, 1, 1, 2}),
+				cat(name("env"), name("g"), []byte{wasmbin.KindGlobal, i32, 1}),
+				cat(name("env"), name("e"), []byte{wasmbin.KindTag, 0, 0}),
 			)))},
 		{name: "a table with an initializer", wasm: withVoidFunc(
-			section(sectionTable, vec(cat([]byte{0x40, 0, funcref, 0, 2}, refNullFunc))),
+			section(wasmbin.SectionTable, vec(cat([]byte{0x40, 0, funcref, 0, 2}, refNullFunc))),
 			code(body(locals())))},
-		{name: "tables of each type", wasm: module(section(sectionTable, vec(
+		{name: "tables of each type", wasm: module(section(wasmbin.SectionTable, vec(
 			[]byte{funcref, 0, 1}, []byte{0x6f, 1, 0, 4}, []byte{0x63, funcref, 0, 0})))},
-		{name: "a shared memory", wasm: module(section(sectionMemory, vec([]byte{3, 1, 2})))},
+		{name: "a shared memory", wasm: module(section(wasmbin.SectionMemory, vec([]byte{3, 1, 2})))},
 		{name: "typed function references", wasm: module(
-			section(sectionType, vec(typeVoid, []byte{0x60, 2, 0x63, 0, 0x64, 0, 0})),
-			section(sectionFunction, vec([]byte{1})),
-			section(sectionCode, vec(body(cat(leb(2), []byte{1, 0x63, funcref}, []byte{2, 0x63, 0})))))},
-		{name: "a recursion group", wasm: module(section(sectionType, vec(cat([]byte{0x4e}, vec(typeVoid, typeVoid)))))},
-		{name: "a tag", wasm: module(section(sectionType, vec(typeVoid)), section(sectionTag, vec([]byte{0, 0})))},
+			section(wasmbin.SectionType, vec(typeVoid, []byte{0x60, 2, 0x63, 0, 0x64, 0, 0})),
+			section(wasmbin.SectionFunction, vec([]byte{1})),
+			section(wasmbin.SectionCode, vec(body(cat(leb(2), []byte{1, 0x63, funcref}, []byte{2, 0x63, 0})))))},
+		{name: "a recursion group", wasm: module(section(wasmbin.SectionType, vec(cat([]byte{0x4e}, vec(typeVoid, typeVoid)))))},
+		{name: "a tag", wasm: module(section(wasmbin.SectionType, vec(typeVoid)), section(wasmbin.SectionTag, vec([]byte{0, 0})))},
 		{name: "a name section", wasm: module(
-			section(sectionType, vec(typeVoid)),
-			section(sectionFunction, vec([]byte{0})),
+			section(wasmbin.SectionType, vec(typeVoid)),
+			section(wasmbin.SectionFunction, vec([]byte{0})),
 			code(body(locals(2))),
 			nameSection(
 				cat([]byte{namesModule}, name("m")),
@@ -121,9 +123,9 @@ func TestCheckAcceptsWhatWazeroAccepts(t *testing.T) {
 			))},
 		{name: "a function with the most locals", wasm: withVoidFunc(code(body(locals(49_999, 1))))},
 		{name: "custom sections", wasm: module(
-			section(sectionCustom, name(".debug_info"), []byte{1, 2, 3}),
-			section(sectionCustom, name("")),
-			section(sectionCustom, name("producers"), vec()))},
+			section(wasmbin.SectionCustom, name(".debug_info"), []byte{1, 2, 3}),
+			section(wasmbin.SectionCustom, name("")),
+			section(wasmbin.SectionCustom, name("producers"), vec()))},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
