@@ -27,9 +27,11 @@ type Checkpointing struct {
 	// task manifests go to Prefix/chk/<id>/<task>.json, state files to
 	// Prefix/shared/.
 	Prefix string
-	// Ack is called, from task goroutines and so possibly concurrently,
-	// once a task's snapshot of a checkpoint is durable. It must not block
-	// for long: the task waits for it before it forwards the barrier.
+	// Ack is called once a task's snapshot of a checkpoint is durable,
+	// from the goroutine that uploads that task's snapshots (one per
+	// task, in checkpoint order), and so possibly concurrently for
+	// different tasks. The task forwarded the barrier long before, but it
+	// must not block for long: the task's next snapshots wait for it.
 	// nil drops acknowledgements.
 	Ack func(Ack)
 	// Restore, when not nil, is the checkpoint the deployment starts from

@@ -10,10 +10,12 @@
 // A Deployment with Checkpointing takes aligned checkpoints
 // (docs/rfcs/2026-11-30-checkpoints.md): StartDeployment returns a Running
 // whose Trigger injects barriers at the source tasks between two batches;
-// tasks with several input channels align them (aligner), snapshot the
+// tasks with several input channels align them (aligner), capture the
 // keyed state of their nodes, their source's position and their sink's
-// staged output into a task manifest, acknowledge (Checkpointing.Ack) and
-// forward the barrier; Complete lets sinks publish. With
+// staged output, forward the barrier and go on; a goroutine of each task
+// then uploads the capture, writes its task manifest and acknowledges
+// (Checkpointing.Ack: asynchronous snapshots, task_upload.go). Complete
+// lets sinks publish. With
 // Checkpointing.Restore a deployment starts from a checkpoint instead,
 // at the same or another parallelism of its keyed nodes.
 //

@@ -104,9 +104,9 @@ type task struct {
 	sinkTx    stream.Transactional      // the chain's sink, when it stages output
 	listener  stream.CheckpointListener // the source, when it listens
 	sinkNode  string
-	// prevFiles are the state files the task's previous snapshot in this
-	// run referenced, to tell the incremental size.
-	prevFiles  map[string]bool
+	// uploads runs the asynchronous phase of the task's snapshots; nil
+	// without cp.
+	uploads    *uploads
 	alignStart time.Time
 	restoredWM int64
 }
@@ -155,6 +155,9 @@ func (t *task) run(ctx context.Context) (err error) {
 				}
 			}
 		}
+		// Before the stores close: a finished task acknowledges what it
+		// captured, a failed or cancelled one drops it.
+		t.uploads.stop(err == nil)
 		if cerr := t.close(); cerr != nil && err == nil {
 			err = cerr
 		}
@@ -181,6 +184,9 @@ func (t *task) run(ctx context.Context) (err error) {
 	}
 	if err := t.openOutputs(ctx); err != nil {
 		return err
+	}
+	if t.cp != nil {
+		t.uploads = startUploads(ctx, t)
 	}
 	t.metrics.setState(TaskRunning)
 	for _, o := range t.chain.outputs {

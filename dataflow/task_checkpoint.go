@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -21,7 +22,13 @@ type mailbox struct {
 	mu       sync.Mutex
 	triggers []Trigger
 	complete int64
-	signal   chan struct{} // one pending wake-up
+	took     []takenCheckpoint // durable snapshots, for a listening source
+	signal   chan struct{}     // one pending wake-up
+}
+
+type takenCheckpoint struct {
+	id  int64
+	pos []byte
 }
 
 func newMailbox() *mailbox { return &mailbox{signal: make(chan struct{}, 1)} }
@@ -40,12 +47,19 @@ func (mb *mailbox) trigger(t Trigger) { mb.post(func() { mb.triggers = append(mb
 
 func (mb *mailbox) completed(id int64) { mb.post(func() { mb.complete = max(mb.complete, id) }) }
 
-func (mb *mailbox) take() ([]Trigger, int64) {
+// taken tells the task that its snapshot of checkpoint id, in which its
+// source was at pos, is durable (the upload's goroutine, before it
+// acknowledges).
+func (mb *mailbox) taken(id int64, pos []byte) {
+	mb.post(func() { mb.took = append(mb.took, takenCheckpoint{id, pos}) })
+}
+
+func (mb *mailbox) take() ([]Trigger, int64, []takenCheckpoint) {
 	mb.mu.Lock()
 	defer mb.mu.Unlock()
-	ts := mb.triggers
-	mb.triggers = nil
-	return ts, mb.complete
+	ts, took := mb.triggers, mb.took
+	mb.triggers, mb.took = nil, nil
+	return ts, mb.complete, took
 }
 
 // checkMailbox reads the mailbox if something was posted.
@@ -61,11 +75,19 @@ func (t *task) checkMailbox(ctx context.Context) error {
 	}
 }
 
-// readMailbox commits the sink up to the newest completed checkpoint,
+// readMailbox tells a listening source of the checkpoints whose snapshot
+// became durable, commits the sink up to the newest completed checkpoint,
 // tells a listening source of it, and injects the barriers of new
-// triggers (source tasks), in order.
+// triggers (source tasks), in order. A checkpoint's snapshot is posted as
+// taken before the task acknowledges it, so before it can complete: the
+// source hears of it first.
 func (t *task) readMailbox(ctx context.Context) error {
-	triggers, complete := t.mailbox.take()
+	triggers, complete, took := t.mailbox.take()
+	for _, tc := range took {
+		if t.listener != nil {
+			t.listener.CheckpointTaken(tc.id, tc.pos)
+		}
+	}
 	if complete > t.committed && t.sinkTx != nil {
 		if err := t.sinkTx.Commit(ctx, complete); err != nil {
 			return fmt.Errorf("%s: commit checkpoint %d: %w", t.sinkNode, complete, err)
@@ -113,18 +135,17 @@ func (t *task) alignedCheckpoint(ctx context.Context) error {
 // only decline the checkpoint.
 var errFatal = errors.New("fatal")
 
-// checkpoint snapshots the task at barrier b, acknowledges, and forwards
-// b on every output. A snapshot that fails for want of storage declines
+// checkpoint takes the synchronous part of the task's snapshot at barrier
+// b (capture), forwards b on every output at once and goes on; the
+// upload, the task manifest and the acknowledgement follow on the task's
+// uploads goroutine. A snapshot that fails for want of storage declines
 // the checkpoint (logged; it never completes) and the task goes on.
 func (t *task) checkpoint(ctx context.Context, b *barrier, start time.Time) error {
 	if t.cp != nil {
-		ack, err := t.snapshot(ctx, b, start)
+		s, err := t.capture(ctx, b, start)
 		switch {
 		case err == nil:
-			t.job.log.Debug("checkpoint acknowledged", "task", t.name, "checkpoint", b.id, "duration", ack.Duration, "state_bytes", ack.FullSize)
-			if t.cp.Ack != nil {
-				t.cp.Ack(ack)
-			}
+			t.uploads.start(s)
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case errors.Is(err, errFatal):
@@ -136,64 +157,59 @@ func (t *task) checkpoint(ctx context.Context, b *barrier, start time.Time) erro
 	return t.broadcast(ctx, message{kind: msgBarrier, barrier: b})
 }
 
-// snapshot writes the task's manifest of checkpoint b: the source's
-// position, the keyed state of every keyed node, what the sink staged.
-func (t *task) snapshot(ctx context.Context, b *barrier, start time.Time) (Ack, error) {
-	m := taskManifest{Version: manifestVersion, Checkpoint: b.id, Savepoint: b.savepoint, Task: t.id,
-		Subtask: t.subtask, Parallelism: t.chain.parallelism, Watermark: t.wm, Nodes: map[string]nodeSnapshot{}}
+// capture is the synchronous part of the task's snapshot of checkpoint b,
+// taken at the barrier, before the task forwards it or processes anything
+// after it: the source's position, the sink's PreCommit (which must stage
+// exactly the output before the barrier), and a capture of the keyed
+// state of every keyed node (state.CaptureSnapshot: a Pebble checkpoint,
+// or the entries of the memory backend in a local file). It first waits
+// for room among the task's uploads (maxUploads).
+func (t *task) capture(ctx context.Context, b *barrier, start time.Time) (_ *pendingSnapshot, err error) {
+	began := time.Now()
+	if err := t.uploads.reserve(ctx, b.id); err != nil {
+		return nil, err
+	}
+	s := &pendingSnapshot{id: b.id, start: start, manifest: taskManifest{Version: manifestVersion, Checkpoint: b.id, Savepoint: b.savepoint, Task: t.id,
+		Subtask: t.subtask, Parallelism: t.chain.parallelism, Watermark: t.wm, Nodes: map[string]nodeSnapshot{}}}
+	defer func() {
+		if err != nil {
+			s.discard()
+			t.uploads.release()
+		}
+	}()
+	m := &s.manifest
 	if t.source != nil {
 		head := t.chain.head()
 		pos, err := t.source.(stream.Checkpointed).Position() // checked at open
 		if err != nil {
-			return Ack{}, mark(fmt.Errorf("checkpoint %d: source %s: position: %w", b.id, head.node.Name, err), errFatal)
+			return nil, mark(fmt.Errorf("checkpoint %d: source %s: position: %w", b.id, head.node.Name, err), errFatal)
 		}
-		m.Source = &sourceSnapshot{Node: head.node.Name, Subtask: t.subtask, Parallelism: head.parallelism, Position: pos, MaxTimestamp: t.maxTs}
+		// Cloned, as the staged names: the upload reads them on another
+		// goroutine while the source and sink go on.
+		m.Source = &sourceSnapshot{Node: head.node.Name, Subtask: t.subtask, Parallelism: head.parallelism, Position: bytes.Clone(pos), MaxTimestamp: t.maxTs}
 	}
 	if t.sinkTx != nil {
 		staged, err := t.sinkTx.PreCommit(ctx, b.id)
 		if err != nil {
-			return Ack{}, mark(fmt.Errorf("checkpoint %d: sink %s: pre-commit: %w", b.id, t.sinkNode, err), errFatal)
+			return nil, mark(fmt.Errorf("checkpoint %d: sink %s: pre-commit: %w", b.id, t.sinkNode, err), errFatal)
 		}
-		m.Sink = &sinkSnapshot{Node: t.sinkNode, Staged: staged}
+		m.Sink = &sinkSnapshot{Node: t.sinkNode, Staged: slices.Clone(staged)}
 	}
-	ack := Ack{CheckpointID: b.id, Task: t.id, Manifest: TaskManifestKey(t.cp.Prefix, b.id, t.id)}
-	files := map[string]bool{}
 	k := 0
 	for _, v := range t.chain.vertices {
-		var ns nodeSnapshot
-		if v.node.KeyBy != "" {
-			raw, err := stateSnapshots.snapshot(ctx, t.stores[k], t.cp.Store, t.cp.Prefix)
-			k++
-			if err != nil {
-				return Ack{}, fmt.Errorf("checkpoint %d: state of %s: %w", b.id, v.node.Name, err)
-			}
-			ns.State = raw
-			for key, size := range snapshotFiles(raw) {
-				if files[key] {
-					continue
-				}
-				files[key] = true
-				ack.FullSize += size
-				if !t.prevFiles[key] {
-					ack.Incremental += size
-				}
-			}
+		m.Nodes[v.node.Name] = nodeSnapshot{}
+		if v.node.KeyBy == "" {
+			continue
 		}
-		m.Nodes[v.node.Name] = ns
+		c, err := stateSnapshots.capture(ctx, t.stores[k])
+		k++
+		if err != nil {
+			return nil, fmt.Errorf("checkpoint %d: state of %s: %w", b.id, v.node.Name, err)
+		}
+		s.states = append(s.states, nodeCapture{node: v.node.Name, capture: c})
 	}
-	data, err := json.Marshal(&m)
-	if err != nil {
-		return Ack{}, err
-	}
-	if err := t.cp.Store.Put(ctx, ack.Manifest, bytes.NewReader(data), int64(len(data))); err != nil {
-		return Ack{}, fmt.Errorf("checkpoint %d: write task manifest: %w", b.id, err)
-	}
-	t.prevFiles = files
-	if t.listener != nil {
-		t.listener.CheckpointTaken(b.id, m.Source.Position)
-	}
-	ack.Duration = time.Since(start)
-	return ack, nil
+	s.sync = time.Since(began)
+	return s, nil
 }
 
 // restoreErr marks a failure to read the checkpoint a task restores from.
