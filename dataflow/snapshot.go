@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/eddy-stream/eddy/dataflow/checkpoint"
 	"github.com/eddy-stream/eddy/state"
 	"github.com/eddy-stream/eddy/storage"
 )
@@ -32,7 +33,16 @@ func (f snapshotFuncs[M]) snapshot(ctx context.Context, st state.Store, blobs st
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(m)
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	// The leader finds the snapshot's files as package checkpoint reads
+	// them: what it could not read there it would neither keep nor copy.
+	if _, err := (checkpoint.NodeSnapshot{State: raw}).StateFiles(); err != nil {
+		return nil, err
+	}
+	return raw, nil
 }
 
 func (f snapshotFuncs[M]) restore(ctx context.Context, st state.Store, blobs storage.Store, prefix string, raws []json.RawMessage) error {
@@ -45,25 +55,16 @@ func (f snapshotFuncs[M]) restore(ctx context.Context, st state.Store, blobs sto
 	return f.from(ctx, st, blobs, prefix, ms)
 }
 
-// snapshotFileRef is the part of a state snapshot manifest that sizes
-// need: its files. JSON field names match case-insensitively, so this
-// reads the state package's manifest whatever its tags.
-type snapshotFileRef struct {
-	Files []struct {
-		Key  string
-		Size int64
-	}
-}
-
-// snapshotFiles returns the state files a raw snapshot manifest references
-// and their sizes; nil when it cannot tell.
+// snapshotFiles returns the state files a snapshot manifest of package
+// state references and their sizes, as checkpoint.NodeSnapshot.StateFiles
+// reads them: what an acknowledgement counts is what the leader keeps.
 func snapshotFiles(raw json.RawMessage) map[string]int64 {
-	var ref snapshotFileRef
-	if json.Unmarshal(raw, &ref) != nil {
-		return nil
+	list, err := checkpoint.NodeSnapshot{State: raw}.StateFiles()
+	if err != nil {
+		return nil // snapshot refused such a manifest
 	}
-	files := make(map[string]int64, len(ref.Files))
-	for _, f := range ref.Files {
+	files := make(map[string]int64, len(list))
+	for _, f := range list {
 		files[f.Key] = f.Size
 	}
 	return files

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eddy-stream/eddy/dataflow/checkpoint"
 	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/state"
 )
@@ -139,28 +140,28 @@ func (t *task) checkpoint(ctx context.Context, b *barrier, start time.Time) erro
 // snapshot writes the task's manifest of checkpoint b: the source's
 // position, the keyed state of every keyed node, what the sink staged.
 func (t *task) snapshot(ctx context.Context, b *barrier, start time.Time) (Ack, error) {
-	m := taskManifest{Version: manifestVersion, Checkpoint: b.id, Savepoint: b.savepoint, Task: t.id,
-		Subtask: t.subtask, Parallelism: t.chain.parallelism, Watermark: t.wm, Nodes: map[string]nodeSnapshot{}}
+	m := checkpoint.TaskManifest{Version: checkpoint.Version, Checkpoint: b.id, Savepoint: b.savepoint, Task: t.id,
+		Subtask: t.subtask, Parallelism: t.chain.parallelism, Watermark: t.wm, Nodes: map[string]checkpoint.NodeSnapshot{}}
 	if t.source != nil {
 		head := t.chain.head()
 		pos, err := t.source.(stream.Checkpointed).Position() // checked at open
 		if err != nil {
 			return Ack{}, mark(fmt.Errorf("checkpoint %d: source %s: position: %w", b.id, head.node.Name, err), errFatal)
 		}
-		m.Source = &sourceSnapshot{Node: head.node.Name, Subtask: t.subtask, Parallelism: head.parallelism, Position: pos, MaxTimestamp: t.maxTs}
+		m.Source = &checkpoint.SourceSnapshot{Node: head.node.Name, Subtask: t.subtask, Parallelism: head.parallelism, Position: pos, MaxTimestamp: t.maxTs}
 	}
 	if t.sinkTx != nil {
 		staged, err := t.sinkTx.PreCommit(ctx, b.id)
 		if err != nil {
 			return Ack{}, mark(fmt.Errorf("checkpoint %d: sink %s: pre-commit: %w", b.id, t.sinkNode, err), errFatal)
 		}
-		m.Sink = &sinkSnapshot{Node: t.sinkNode, Staged: staged}
+		m.Sink = &checkpoint.SinkSnapshot{Node: t.sinkNode, Staged: staged}
 	}
-	ack := Ack{CheckpointID: b.id, Task: t.id, Manifest: TaskManifestKey(t.cp.Prefix, b.id, t.id)}
+	ack := Ack{CheckpointID: b.id, Task: t.id, Manifest: checkpoint.TaskManifestKey(t.cp.Prefix, b.id, t.id)}
 	files := map[string]bool{}
 	k := 0
 	for _, v := range t.chain.vertices {
-		var ns nodeSnapshot
+		var ns checkpoint.NodeSnapshot
 		if v.node.KeyBy != "" {
 			raw, err := stateSnapshots.snapshot(ctx, t.stores[k], t.cp.Store, t.cp.Prefix)
 			k++
@@ -198,7 +199,7 @@ func (t *task) snapshot(ctx context.Context, b *barrier, start time.Time) (Ack, 
 
 // restoreErr marks a failure to read the checkpoint a task restores from.
 func (t *task) restoreErr(err error) error {
-	return mark(fmt.Errorf("restore checkpoint %d: %w", t.restore.id, err), ErrRestore)
+	return &checkpoint.RestoreError{Checkpoint: t.restore.id, Err: err}
 }
 
 // restoreSource checks that a checkpointing task's source can be rewound
@@ -214,7 +215,7 @@ func (t *task) restoreSource(v *vertex) error {
 	if t.restore == nil {
 		return nil
 	}
-	var found *sourceSnapshot
+	var found *checkpoint.SourceSnapshot
 	known := false
 	for _, m := range t.restore.manifests {
 		if s := m.Source; s != nil && s.Node == v.node.Name {
