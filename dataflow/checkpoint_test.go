@@ -18,6 +18,7 @@ import (
 
 	"github.com/eddy-stream/eddy/connectors"
 	"github.com/eddy-stream/eddy/dataflow"
+	"github.com/eddy-stream/eddy/dataflow/checkpoint"
 	"github.com/eddy-stream/eddy/dataflow/window"
 	"github.com/eddy-stream/eddy/host"
 	"github.com/eddy-stream/eddy/state"
@@ -81,7 +82,7 @@ type chkEnv struct {
 	signal chan struct{}
 
 	nextID int64
-	last   *dataflow.CheckpointManifest // the latest completed checkpoint
+	last   *checkpoint.Manifest // the latest completed checkpoint
 }
 
 func newChkEnv(t *testing.T, engine *host.Engine) *chkEnv {
@@ -190,13 +191,14 @@ func (e *chkEnv) checkpoint(job *dataflow.Job, runs []*dataflow.Running, complet
 			e.t.Fatalf("checkpoint %d: %d of %d acks within 30s", id, len(got), len(tasks))
 		}
 	}
-	m := &dataflow.CheckpointManifest{Job: "chk", Checkpoint: id, Tasks: got, MaxParallelism: job.Spec().MaxParallelism}
-	key, err := dataflow.WriteCheckpointManifest(context.Background(), e.store, e.prefix, m)
-	if err != nil {
+	m := &checkpoint.Manifest{Job: "chk", Checkpoint: id, Tasks: got, MaxParallelism: job.Spec().MaxParallelism}
+	key := checkpoint.ManifestKey(e.prefix, id)
+	if err := checkpoint.WriteManifest(context.Background(), e.store, key, m); err != nil {
 		e.t.Fatal(err)
 	}
 	// A restart reads it back, as a worker does from restore_from.
-	if e.last, err = dataflow.ReadCheckpointManifest(context.Background(), e.store, key); err != nil {
+	var err error
+	if e.last, err = checkpoint.ReadManifest(context.Background(), e.store, key); err != nil {
 		e.t.Fatal(err)
 	}
 	if complete {
@@ -518,8 +520,8 @@ func TestCheckpointAcrossExchanges(t *testing.T) {
 }
 
 // TestRestoreErrors: a checkpoint that cannot be read fails the deployment
-// with ErrRestore and one clear line naming what is wrong; one that does
-// not fit the job with ErrIncompatibleCheckpoint.
+// with a checkpoint.RestoreError naming it and one clear line naming what
+// is wrong; one that does not fit the job with checkpoint.ErrIncompatible.
 func TestRestoreErrors(t *testing.T) {
 	engine := newEngine(t, host.DefaultConfig())
 	base := newChkEnv(t, engine)
@@ -529,10 +531,11 @@ func TestRestoreErrors(t *testing.T) {
 
 	// What the leader keeps of the checkpoint: every task manifest, and
 	// the state files of the four keyed tasks.
-	files, err := dataflow.CheckpointFiles(ctx, base.store, chk)
+	contents, err := checkpoint.ReadContents(ctx, base.store, chk)
 	if err != nil {
 		t.Fatal(err)
 	}
+	files := contents.Keys()
 	manifests, states := 0, 0
 	for _, k := range files {
 		if _, err := base.store.Stat(ctx, k); err != nil {
@@ -585,42 +588,42 @@ func TestRestoreErrors(t *testing.T) {
 		is     []error
 		msg    string
 	}{
-		{name: "missing task manifest", start: true, is: []error{dataflow.ErrRestore, storage.ErrNotFound},
+		{name: "missing task manifest", start: true, is: []error{checkpoint.ErrRestore, storage.ErrNotFound},
 			damage: func(t *testing.T, st storage.Store) {
 				if err := st.Delete(ctx, chk.Tasks["per_card[1]"]); err != nil {
 					t.Fatal(err)
 				}
 			}, msg: "job chk: restore checkpoint 1: task manifest tenants/default/jobs/chk/chk/1/per_card[1].json: storage: not found"},
-		{name: "corrupt task manifest", start: true, is: []error{dataflow.ErrRestore},
+		{name: "corrupt task manifest", start: true, is: []error{checkpoint.ErrRestore},
 			damage: func(t *testing.T, st storage.Store) {
 				put(t, st, chk.Tasks["txns[0]"], []byte(`{"version":1,"checkpoint":`))
 			},
 			msg: "job chk: restore checkpoint 1: task manifest tenants/default/jobs/chk/chk/1/txns[0].json: corrupt: unexpected end of JSON input"},
-		{name: "task manifest of another task", start: true, is: []error{dataflow.ErrRestore},
+		{name: "task manifest of another task", start: true, is: []error{checkpoint.ErrRestore},
 			damage: func(t *testing.T, st storage.Store) {
 				editManifest(t, st, "counts[0]", func(m map[string]any) { m["task"] = "counts[1]" })
 			}, msg: "task manifest tenants/default/jobs/chk/chk/1/counts[0].json: of task counts[1] of checkpoint 1, not of task counts[0]"},
-		{name: "missing state file", is: []error{dataflow.ErrRestore, storage.ErrNotFound},
+		{name: "missing state file", is: []error{checkpoint.ErrRestore, storage.ErrNotFound},
 			damage: func(t *testing.T, st storage.Store) {
 				if err := st.Delete(ctx, stateFile(t, st)); err != nil {
 					t.Fatal(err)
 				}
 			}, msg: "restore checkpoint 1: state of "},
-		{name: "corrupt state file", is: []error{dataflow.ErrRestore, storage.ErrCorrupt},
+		{name: "corrupt state file", is: []error{checkpoint.ErrRestore, storage.ErrCorrupt},
 			damage: func(t *testing.T, st storage.Store) {
 				put(t, st, stateFile(t, st), []byte("eddy-full-snapshot-1\nnot what it was"))
 			},
 			msg: "restore checkpoint 1: state of "},
-		{name: "bad source position", is: []error{dataflow.ErrRestore, connectors.ErrBadPosition},
+		{name: "bad source position", is: []error{checkpoint.ErrRestore, connectors.ErrBadPosition},
 			damage: func(t *testing.T, st storage.Store) {
 				editManifest(t, st, "txns[1]", func(m map[string]any) {
 					m["source"].(map[string]any)["position"] = base64.StdEncoding.EncodeToString([]byte("f\x01\x05\x01"))
 				})
 			}, msg: "job chk failed: task txns[1]: restore checkpoint 1: source txns: seek: generator: connectors: bad source position: not a generator position"},
-		{name: "source parallelism changed", start: true, is: []error{dataflow.ErrIncompatibleCheckpoint},
+		{name: "source parallelism changed", start: true, is: []error{checkpoint.ErrIncompatible},
 			spec: strings.Replace(chkSpecText(base.out, 2, chkRate, "memory"), "parallelism: 2\n    source", "parallelism: 3\n    source", 1),
 			msg:  "job chk: checkpoint 1 was taken with source txns at parallelism 2, not 3"},
-		{name: "max parallelism changed", start: true, is: []error{dataflow.ErrIncompatibleCheckpoint},
+		{name: "max parallelism changed", start: true, is: []error{checkpoint.ErrIncompatible},
 			spec: strings.Replace(chkSpecText(base.out, 2, chkRate, "memory"), "batch_size: 64", "batch_size: 64\nmax_parallelism: 64", 1),
 			msg:  "job chk: checkpoint 1 was taken with max_parallelism 128, not 64: key groups would not match"},
 	} {
@@ -670,46 +673,16 @@ func TestRestoreErrors(t *testing.T) {
 					t.Errorf("%v\ndoes not match %v", err, want)
 				}
 			}
+			// What the worker reports to the leader, beside the text.
+			id, failed := checkpoint.FailedRestore(err)
+			if restore := errors.Is(err, checkpoint.ErrRestore); failed != restore || restore && id != chk.Checkpoint {
+				t.Errorf("FailedRestore = %d, %v; want checkpoint %d if it matches ErrRestore", id, failed, chk.Checkpoint)
+			}
 			if msg := err.Error(); strings.Contains(msg, "\n") || !strings.Contains(msg, tc.msg) {
 				t.Errorf("error\n\t%s\nwant one line with\n\t%s", msg, tc.msg)
 			}
 			t.Log(err)
 		})
-	}
-}
-
-// TestCheckpointManifestRoundTrip: what the leader writes, workers read;
-// what is not a checkpoint manifest is ErrRestore.
-func TestCheckpointManifestRoundTrip(t *testing.T) {
-	ctx := context.Background()
-	st, err := storage.Open(ctx, "file://"+t.TempDir(), storage.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
-	m := &dataflow.CheckpointManifest{Job: "j", Checkpoint: 7, Tasks: map[string]string{"a[0]": "p/chk/7/a[0].json"}, MaxParallelism: 128}
-	key, err := dataflow.WriteCheckpointManifest(ctx, st, "p", m)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if key != "p/chk/7/_manifest.json" || dataflow.CheckpointManifestKey("p", 7) != key || dataflow.TaskManifestKey("p", 7, "a[0]") != "p/chk/7/a[0].json" {
-		t.Fatalf("key %s", key)
-	}
-	got, err := dataflow.ReadCheckpointManifest(ctx, st, key)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.Version != 1 || got.Checkpoint != 7 || got.Tasks["a[0]"] != m.Tasks["a[0]"] || got.MaxParallelism != 128 || got.Job != "j" {
-		t.Fatalf("read %+v", got)
-	}
-	if _, err := dataflow.ReadCheckpointManifest(ctx, st, "p/chk/8/_manifest.json"); !errors.Is(err, dataflow.ErrRestore) || !errors.Is(err, storage.ErrNotFound) {
-		t.Fatalf("missing manifest: %v", err)
-	}
-	if err := st.Put(ctx, "p/chk/9/_manifest.json", strings.NewReader(`{"version":1}`), -1); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := dataflow.ReadCheckpointManifest(ctx, st, "p/chk/9/_manifest.json"); !errors.Is(err, dataflow.ErrRestore) {
-		t.Fatalf("empty manifest: %v", err)
 	}
 }
 

@@ -104,8 +104,11 @@ const (
 type TaskStat struct {
 	ID    string
 	State TaskState
-	// Error is the task's error, one line, when State is TaskFailed.
+	// Error is the task's error, one line, when State is TaskFailed; Err
+	// is the error itself, for errors.Is and errors.As (a
+	// *checkpoint.RestoreError names the checkpoint it could not restore).
 	Error string
+	Err   error
 	// RecordsIn are the records the task read from its input gate (for a
 	// source task: that its source produced); RecordsOut the records it
 	// delivered to output channels (once per edge) plus those it handed
@@ -131,7 +134,7 @@ type TaskStat struct {
 type taskMetrics struct {
 	id           string
 	state        atomic.Pointer[TaskState]
-	err          atomic.Pointer[string]
+	err          atomic.Pointer[error]
 	in, out      atomic.Int64
 	blocked      atomic.Int64 // ns, completed waits
 	blockedSince atomic.Int64 // unix ns of the wait in progress, 0 if none
@@ -178,7 +181,7 @@ func (m *taskMetrics) stat() TaskStat {
 	st := TaskStat{ID: m.id, State: *m.state.Load(), RecordsIn: m.in.Load(), RecordsOut: m.out.Load(),
 		Backpressured: time.Duration(blocked), BackpressureRatio: ratio, Watermark: m.watermark.Load(), PendingRecords: m.pending.Load()}
 	if e := m.err.Load(); e != nil {
-		st.Error = *e
+		st.Error, st.Err = (*e).Error(), *e
 	}
 	return st
 }
@@ -370,15 +373,16 @@ type Running struct {
 // at once; Wait returns what RunDeployment would.
 //
 // With d.Checkpointing.Restore set, it first reads every task manifest of
-// that checkpoint: one that is missing or corrupt fails it with an error
-// wrapping ErrRestore, a checkpoint that does not fit the job (a source's
-// parallelism or the max parallelism changed) with one wrapping
-// ErrIncompatibleCheckpoint, before anything runs. The tasks then restore
-// their keyed state (by key-group range, from the state of any old task
-// overlapping it: the parallelism of keyed nodes may change), seek their
-// sources and bring their sinks' output back to the checkpoint; a state
-// file that cannot be read fails the run (Wait) with an error wrapping
-// ErrRestore.
+// that checkpoint: one that is missing or corrupt fails it with a
+// *checkpoint.RestoreError (matching checkpoint.ErrRestore), a checkpoint
+// that does not fit the job (a source's parallelism or the max
+// parallelism changed) with an error matching checkpoint.ErrIncompatible,
+// before anything runs. The tasks then restore their keyed state (by
+// key-group range, from the state of any old task overlapping it: the
+// parallelism of keyed nodes may change), seek their sources and bring
+// their sinks' output back to the checkpoint; a state file that cannot be
+// read fails the run (Wait, and the task's TaskStat.Err) with a
+// *checkpoint.RestoreError.
 func (j *Job) StartDeployment(ctx context.Context, d Deployment, ex *Exchange) (*Running, error) {
 	start := time.Now()
 	dep, err := j.resolve(d)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/eddy-stream/eddy/dataflow/checkpoint"
 	"github.com/eddy-stream/eddy/state"
 	"github.com/eddy-stream/eddy/storage"
 )
@@ -63,7 +64,16 @@ func (c captured[C, M]) upload(ctx context.Context, blobs storage.Store, prefix 
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(m)
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, err
+	}
+	// The leader finds the snapshot's files as package checkpoint reads
+	// them: what it could not read there it would neither keep nor copy.
+	if _, err := (checkpoint.NodeSnapshot{State: raw}).StateFiles(); err != nil {
+		return nil, err
+	}
+	return raw, nil
 }
 
 func (c captured[C, M]) discard() { c.f.discard(c.c) }
@@ -78,25 +88,16 @@ func (f snapshotFuncs[C, M]) restore(ctx context.Context, st state.Store, blobs 
 	return f.from(ctx, st, blobs, prefix, ms)
 }
 
-// snapshotFileRef is the part of a state snapshot manifest that sizes
-// need: its files. JSON field names match case-insensitively, so this
-// reads the state package's manifest whatever its tags.
-type snapshotFileRef struct {
-	Files []struct {
-		Key  string
-		Size int64
-	}
-}
-
-// snapshotFiles returns the state files a raw snapshot manifest references
-// and their sizes; nil when it cannot tell.
+// snapshotFiles returns the state files a snapshot manifest of package
+// state references and their sizes, as checkpoint.NodeSnapshot.StateFiles
+// reads them: what an acknowledgement counts is what the leader keeps.
 func snapshotFiles(raw json.RawMessage) map[string]int64 {
-	var ref snapshotFileRef
-	if json.Unmarshal(raw, &ref) != nil {
-		return nil
+	list, err := checkpoint.NodeSnapshot{State: raw}.StateFiles()
+	if err != nil {
+		return nil // snapshot refused such a manifest
 	}
-	files := make(map[string]int64, len(ref.Files))
-	for _, f := range ref.Files {
+	files := make(map[string]int64, len(list))
+	for _, f := range list {
 		files[f.Key] = f.Size
 	}
 	return files

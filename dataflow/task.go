@@ -174,8 +174,8 @@ func (t *task) run(ctx context.Context) (err error) {
 		case ctx.Err() != nil && !inputFailed && errors.Is(err, ctx.Err()):
 			t.metrics.setState(TaskCanceled)
 		default:
-			msg := err.Error()
-			t.metrics.err.Store(&msg)
+			failure := err
+			t.metrics.err.Store(&failure)
 			t.metrics.setState(TaskFailed)
 		}
 	}()

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/eddy-stream/eddy/dataflow/checkpoint"
 	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/state"
 )
@@ -169,8 +170,8 @@ func (t *task) capture(ctx context.Context, b *barrier, start time.Time) (_ *pen
 	if err := t.uploads.reserve(ctx, b.id); err != nil {
 		return nil, err
 	}
-	s := &pendingSnapshot{id: b.id, start: start, manifest: taskManifest{Version: manifestVersion, Checkpoint: b.id, Savepoint: b.savepoint, Task: t.id,
-		Subtask: t.subtask, Parallelism: t.chain.parallelism, Watermark: t.wm, Nodes: map[string]nodeSnapshot{}}}
+	s := &pendingSnapshot{id: b.id, start: start, manifest: checkpoint.TaskManifest{Version: checkpoint.Version, Checkpoint: b.id, Savepoint: b.savepoint, Task: t.id,
+		Subtask: t.subtask, Parallelism: t.chain.parallelism, Watermark: t.wm, Nodes: map[string]checkpoint.NodeSnapshot{}}}
 	defer func() {
 		if err != nil {
 			s.discard()
@@ -186,18 +187,18 @@ func (t *task) capture(ctx context.Context, b *barrier, start time.Time) (_ *pen
 		}
 		// Cloned, as the staged names: the upload reads them on another
 		// goroutine while the source and sink go on.
-		m.Source = &sourceSnapshot{Node: head.node.Name, Subtask: t.subtask, Parallelism: head.parallelism, Position: bytes.Clone(pos), MaxTimestamp: t.maxTs}
+		m.Source = &checkpoint.SourceSnapshot{Node: head.node.Name, Subtask: t.subtask, Parallelism: head.parallelism, Position: bytes.Clone(pos), MaxTimestamp: t.maxTs}
 	}
 	if t.sinkTx != nil {
 		staged, err := t.sinkTx.PreCommit(ctx, b.id)
 		if err != nil {
 			return nil, mark(fmt.Errorf("checkpoint %d: sink %s: pre-commit: %w", b.id, t.sinkNode, err), errFatal)
 		}
-		m.Sink = &sinkSnapshot{Node: t.sinkNode, Staged: slices.Clone(staged)}
+		m.Sink = &checkpoint.SinkSnapshot{Node: t.sinkNode, Staged: slices.Clone(staged)}
 	}
 	k := 0
 	for _, v := range t.chain.vertices {
-		m.Nodes[v.node.Name] = nodeSnapshot{}
+		m.Nodes[v.node.Name] = checkpoint.NodeSnapshot{}
 		if v.node.KeyBy == "" {
 			continue
 		}
@@ -214,7 +215,7 @@ func (t *task) capture(ctx context.Context, b *barrier, start time.Time) (_ *pen
 
 // restoreErr marks a failure to read the checkpoint a task restores from.
 func (t *task) restoreErr(err error) error {
-	return mark(fmt.Errorf("restore checkpoint %d: %w", t.restore.id, err), ErrRestore)
+	return &checkpoint.RestoreError{Checkpoint: t.restore.id, Err: err}
 }
 
 // restoreSource checks that a checkpointing task's source can be rewound
@@ -230,7 +231,7 @@ func (t *task) restoreSource(v *vertex) error {
 	if t.restore == nil {
 		return nil
 	}
-	var found *sourceSnapshot
+	var found *checkpoint.SourceSnapshot
 	known := false
 	for _, m := range t.restore.manifests {
 		if s := m.Source; s != nil && s.Node == v.node.Name {

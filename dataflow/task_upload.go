@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/eddy-stream/eddy/dataflow/checkpoint"
 	"github.com/eddy-stream/eddy/storage"
 )
 
@@ -28,7 +29,7 @@ type pendingSnapshot struct {
 	sync  time.Duration // the capture's, the task's pause
 	// manifest is complete but for the state of keyed nodes, which the
 	// upload fills in. Nothing in it is shared with the task.
-	manifest taskManifest
+	manifest checkpoint.TaskManifest
 	states   []nodeCapture // the keyed nodes, in chain order
 }
 
@@ -179,7 +180,7 @@ func (u *uploads) upload(s *pendingSnapshot) {
 func (u *uploads) write(s *pendingSnapshot) (Ack, error) {
 	defer s.discard() // the captures a failure left
 	m := &s.manifest
-	ack := Ack{CheckpointID: s.id, Task: m.Task, Manifest: TaskManifestKey(u.prefix, s.id, m.Task)}
+	ack := Ack{CheckpointID: s.id, Task: m.Task, Manifest: checkpoint.TaskManifestKey(u.prefix, s.id, m.Task)}
 	files := map[string]bool{}
 	for len(s.states) > 0 {
 		n := s.states[0]
@@ -188,7 +189,7 @@ func (u *uploads) write(s *pendingSnapshot) (Ack, error) {
 		if err != nil {
 			return Ack{}, fmt.Errorf("checkpoint %d: state of %s: %w", s.id, n.node, err)
 		}
-		m.Nodes[n.node] = nodeSnapshot{State: raw}
+		m.Nodes[n.node] = checkpoint.NodeSnapshot{State: raw}
 		for key, size := range snapshotFiles(raw) {
 			if files[key] {
 				continue

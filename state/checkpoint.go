@@ -32,7 +32,9 @@ type SnapshotManifest struct {
 	// SnapshotPebble.
 	Kind string `json:"kind"`
 	// Files are the state files the snapshot references, sorted by name
-	// (pebble) or the one entries file (full).
+	// (pebble) or the one entries file (full). Package dataflow/checkpoint
+	// reads their key and size (checkpoint.StateFile) out of task manifests
+	// to keep and copy them: the contract of checkpoint_contract_test.go.
 	Files []File `json:"files"`
 	// Groups are the key groups of the task that took the snapshot. A
 	// restore skips snapshots that do not overlap its own range.

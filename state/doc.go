@@ -5,8 +5,8 @@
 // files in a checkpoint ([SnapshotTo], [RestoreFrom]).
 //
 // It is not for operator (non-keyed) state, for the blob store itself or the
-// layout of checkpoints above the state files (see storage and the
-// checkpoint coordinator), nor for deciding when timers fire (the task's
+// layout of checkpoints above the state files (see storage and
+// dataflow/checkpoint), nor for deciding when timers fire (the task's
 // watermark and processing-time service do; PopTimers only hands back what
 // is due).
 //

@@ -3,12 +3,11 @@ package coordinator
 import (
 	"cmp"
 	"fmt"
-	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/eddy-stream/eddy/dataflow/checkpoint"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
 	"github.com/eddy-stream/eddy/scheduler/fsm"
@@ -301,12 +300,14 @@ func savepointOutcome(j *fsm.Job, after uint64) (sp fsm.Checkpoint, failed strin
 
 // restoreFrom is where an attempt restores its state from: the latest
 // completed checkpoint or savepoint that is not bad, or else the savepoint
-// the job was submitted with.
-func restoreFrom(j *fsm.Job) string {
+// the job was submitted with; the key of its checkpoint manifest, and its
+// id (0 for the savepoint a job was submitted with: the FSM does not
+// record it).
+func restoreFrom(j *fsm.Job) (string, uint64) {
 	if c, ok := j.LatestRestorable(); ok {
-		return c.Location
+		return c.Location, c.ID
 	}
-	return j.FromSavepoint
+	return j.FromSavepoint, 0
 }
 
 // checkpointInstructions adds to a heartbeat answer the checkpoints of the
@@ -342,26 +343,15 @@ func hasTaskOn(j *fsm.Job, worker string) bool {
 	return false
 }
 
-// restoreFailure matches the error of a task that could not restore its
-// state from a checkpoint, as workers report it.
-var restoreFailure = regexp.MustCompile(`restore checkpoint ([0-9]+): `)
-
-// badCheckpoint returns the checkpoint that the running attempt of j
-// restored from if a task error says it could not be restored from:
-// "restore checkpoint N: …" with its id, or an error that mentions
-// restoring and the key of its manifest.
-func badCheckpoint(j *fsm.Job, taskError string) (uint64, bool) {
+// badCheckpoint returns the checkpoint that a failed task of j reports it
+// could not restore from (TaskReport.failed_restore_checkpoint) if that
+// is the one the running attempt restored from: the latest restorable one.
+func badCheckpoint(j *fsm.Job, failedRestore uint64) (uint64, bool) {
 	c, ok := j.LatestRestorable()
-	if !ok {
-		return 0, false // from a savepoint of another job, or from scratch
+	if !ok || failedRestore == 0 || failedRestore != c.ID {
+		return 0, false // from a savepoint of another job, from scratch, or not this attempt's
 	}
-	if m := restoreFailure.FindStringSubmatch(taskError); m != nil && m[1] == strconv.FormatUint(c.ID, 10) {
-		return c.ID, true
-	}
-	if strings.Contains(taskError, c.Location) && strings.Contains(taskError, "restore") {
-		return c.ID, true
-	}
-	return 0, false
+	return c.ID, true
 }
 
 // checkpointInfos lists a job's checkpoints and savepoints for its status:
@@ -385,7 +375,7 @@ func checkpointInfos(j *fsm.Job, now time.Time, limit int) []*eddyv1.CheckpointI
 		}
 		if c.Savepoint {
 			ci.Kind = eddyv1.CheckpointKind_CHECKPOINT_KIND_SAVEPOINT
-			ci.Path = savepointDir(c.Location)
+			ci.Path = checkpoint.SavepointDirOf(c.Location)
 		}
 		switch {
 		case c.Duration > 0:

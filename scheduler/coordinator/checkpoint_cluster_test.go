@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/eddy-stream/eddy/dataflow/checkpoint"
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
 	"github.com/eddy-stream/eddy/scheduler/fsm"
 	"github.com/eddy-stream/eddy/storage"
@@ -89,7 +90,8 @@ func (s *snapshotter) checkpoint(tr *eddyv1.CheckpointTrigger) {
 	ctx := context.Background()
 	job, attempt, id := tr.GetJobId(), tr.GetAttempt(), tr.GetCheckpointId()
 	prefix := "tenants/default/jobs/" + job
-	for _, task := range s.w.tasksOf(job, int(attempt)) {
+	tasks := s.w.tasksOf(job, int(attempt))
+	for subtask, task := range tasks {
 		state := stateOf(task, id)
 		sha, err := storage.PutContent(ctx, s.st, prefix+"/shared", state)
 		if err != nil {
@@ -97,12 +99,9 @@ func (s *snapshotter) checkpoint(tr *eddyv1.CheckpointTrigger) {
 			return
 		}
 		key := fmt.Sprintf("%s/chk/%d/%s.json", prefix, id, task)
-		fileKey := prefix + "/shared/" + sha
-		if task == "t0" {
-			fileKey = "shared/" + sha
-		}
+		fileKey := "shared/" + sha // relative to the root, as package state writes it
 		manifest := map[string]any{
-			"version": 1, "checkpoint": id, "task": task,
+			"version": 1, "checkpoint": id, "task": task, "subtask": subtask, "parallelism": len(tasks),
 			"nodes": map[string]any{"out": map[string]any{"state": map[string]any{
 				"format": 1, "kind": "full",
 				"files": []any{map[string]any{"key": fileKey, "sha256": sha, "size": len(state)}},
@@ -210,9 +209,9 @@ func TestCheckpointsInProcess(t *testing.T) {
 	}
 	j := fsmJob()
 	latest := j.Checkpoints[len(j.Checkpoints)-1]
-	var m checkpointManifest
+	var m checkpoint.Manifest
 	readJSON(t, st, latest.Location, &m)
-	if m.Version != 1 || m.Job != job || m.Checkpoint != latest.ID || m.Savepoint || m.MaxParallelism != 128 || len(m.Tasks) != 2 ||
+	if m.Version != 1 || m.Job != job || m.Checkpoint != int64(latest.ID) || m.Savepoint || m.MaxParallelism != 128 || len(m.Tasks) != 2 ||
 		m.Tasks["t1"] != fmt.Sprintf("%s/chk/%d/t1.json", prefix, latest.ID) {
 		t.Fatalf("checkpoint manifest %+v", m)
 	}
@@ -250,20 +249,20 @@ func TestCheckpointsInProcess(t *testing.T) {
 	cps := jobStatusOf(t, cl, job).GetCheckpoints()
 	i := slices.IndexFunc(cps, func(ci *eddyv1.CheckpointInfo) bool { return ci.GetCheckpointId() == retained[1] })
 	if i < 0 || cps[i].GetState() != eddyv1.CheckpointState_CHECKPOINT_STATE_COMPLETED || cps[i].GetFullSizeBytes() == 0 ||
-		cps[i].GetPath() != checkpointManifestKey("default", job, retained[1]) || cps[i].GetTriggeredUnixMs() == 0 {
+		cps[i].GetPath() != checkpoint.ManifestKey(prefix, int64(retained[1])) || cps[i].GetTriggeredUnixMs() == 0 {
 		t.Fatalf("status checkpoints %v", cps)
 	}
 
 	// A task fails: attempt 2 restores from the latest checkpoint.
 	w.setState(job, 1, failed, "boom")
 	waitFor(t, 10*time.Second, "attempt 2 to be deployed", func() bool { return w.lastDeployment(job).GetAttempt() == 2 })
-	if got, want := w.lastDeployment(job).GetRestoreFrom(), checkpointManifestKey("default", job, retained[1]); got != want {
+	if got, want := w.lastDeployment(job).GetRestoreFrom(), checkpoint.ManifestKey(prefix, int64(retained[1])); got != want {
 		t.Fatalf("attempt 2 restores from %q, want %q", got, want)
 	}
 	// It cannot read it: attempt 3 restores from the one before.
-	w.setState(job, 2, failed, fmt.Sprintf("task t1: restore checkpoint %d: storage: not found: %s/chk/%d/t1.json", retained[1], prefix, retained[1]))
+	w.failRestore(job, 2, retained[1], fmt.Sprintf("task t1: restore checkpoint %d: storage: not found: %s/chk/%d/t1.json", retained[1], prefix, retained[1]))
 	waitFor(t, 10*time.Second, "attempt 3 to be deployed", func() bool { return w.lastDeployment(job).GetAttempt() == 3 })
-	if got, want := w.lastDeployment(job).GetRestoreFrom(), checkpointManifestKey("default", job, retained[0]); got != want {
+	if got, want := w.lastDeployment(job).GetRestoreFrom(), checkpoint.ManifestKey(prefix, int64(retained[0])); got != want {
 		t.Fatalf("attempt 3 restores from %q, want %q", got, want)
 	}
 	if j := fsmJob(); j.Checkpoints[1].Bad == "" {
@@ -281,9 +280,9 @@ func TestCheckpointsInProcess(t *testing.T) {
 		sp.GetState() != eddyv1.JobState_JOB_STATE_RUNNING {
 		t.Fatalf("savepoint %v", sp)
 	}
-	var spm checkpointManifest
+	var spm checkpoint.Manifest
 	readJSON(t, st, sp.GetPath()+"/_manifest.json", &spm)
-	if !spm.Savepoint || spm.Checkpoint != sp.GetCheckpointId() || len(spm.Tasks) != 2 {
+	if !spm.Savepoint || spm.Checkpoint != int64(sp.GetCheckpointId()) || len(spm.Tasks) != 2 {
 		t.Fatalf("savepoint manifest %+v", spm)
 	}
 	for task, key := range spm.Tasks {
@@ -305,10 +304,7 @@ func TestCheckpointsInProcess(t *testing.T) {
 		}
 		readJSON(t, st, key, &tm)
 		files := tm.Nodes["out"].State.Files
-		wantKey := sp.GetPath() + "/shared/" + files[0].SHA256 // rewritten
-		if task == "t0" {
-			wantKey = "shared/" + files[0].SHA256 // relative to the savepoint
-		}
+		wantKey := "shared/" + files[0].SHA256 // relative to the savepoint, as written
 		if len(files) != 1 || files[0].Key != wantKey || tm.Source["position"] != "AAAAAAAAAAo=" {
 			t.Fatalf("task %s manifest %+v", task, tm)
 		}

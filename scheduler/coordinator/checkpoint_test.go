@@ -1,13 +1,13 @@
 package coordinator
 
 import (
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/eddy-stream/eddy/dataflow/checkpoint"
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
 	"github.com/eddy-stream/eddy/scheduler/fsm"
 )
@@ -102,9 +102,9 @@ func (s *cpSim) complete(job string) uint64 {
 	s.t.Helper()
 	j := s.job(job)
 	p := j.PendingCheckpoint
-	loc := checkpointManifestKey(j.Tenant, j.ID, p.ID)
+	loc := checkpoint.ManifestKey(checkpoint.JobRoot(j.Tenant, j.ID), int64(p.ID))
 	if p.Savepoint {
-		loc = savepointPath(j.Tenant, j.ID, p.ID) + "/" + manifestName
+		loc = checkpoint.SavepointManifestKey(checkpoint.SavepointDir(j.Tenant, j.ID, int64(p.ID)))
 	}
 	s.must(&fsm.CheckpointCompleted{JobID: job, Attempt: p.Attempt, ID: p.ID, Savepoint: p.Savepoint, Manifest: loc,
 		Duration: s.now.Sub(p.Triggered), Retain: 2})
@@ -432,7 +432,7 @@ func TestCheckpointStory(t *testing.T) {
 	s.must(&fsm.TaskFailed{JobID: job, Attempt: 1, TaskID: "a", Message: "boom"})
 	s.must(&fsm.PlaceJob{JobID: job, Attempt: 2, Deployment: map[string]string{"a": "w1", "b": "w1"}})
 	resp = instructions("w1", nil, s.f.AllJobs(), workers, nil)
-	if d := resp.GetDeployments(); len(d) != 1 || d[0].GetRestoreFrom() != "tenants/default/jobs/job-2/chk/3/_manifest.json" {
+	if d := resp.GetDeployments(); len(d) != 1 || d[0].GetRestoreFrom() != "tenants/default/jobs/job-2/chk/3/_manifest.json" || d[0].GetRestoreCheckpoint() != 3 {
 		t.Fatalf("deployments of attempt 2: %v", d)
 	}
 	if len(resp.GetCompletedCheckpoints()) != 0 {
@@ -442,7 +442,7 @@ func TestCheckpointStory(t *testing.T) {
 	// fails the attempt, and attempt 3 restores from checkpoint 2.
 	j = s.job(job)
 	cmds := reportCommands("w1", []*eddyv1.TaskReport{{Task: &eddyv1.TaskRef{JobId: job, Attempt: 2, TaskId: "b"}, State: failed,
-		Error: "task b: restore checkpoint 3: storage: not found: tenants/default/jobs/job-2/chk/3/b.json"}}, map[string]*fsm.Job{job: &j})
+		Error: "task b: restore checkpoint 3: storage: not found: tenants/default/jobs/job-2/chk/3/b.json", FailedRestoreCheckpoint: 3}}, map[string]*fsm.Job{job: &j})
 	if types(cmds) != "checkpoint_failed,task_failed" {
 		t.Fatalf("report commands %s", dump(cmds))
 	}
@@ -452,13 +452,13 @@ func TestCheckpointStory(t *testing.T) {
 	s.must(&fsm.PlaceJob{JobID: job, Attempt: 3, Deployment: map[string]string{"a": "w1", "b": "w1"}})
 	s.running[job] = s.now
 	resp = instructions("w1", nil, s.f.AllJobs(), workers, nil)
-	if d := resp.GetDeployments(); len(d) != 1 || d[0].GetRestoreFrom() != "tenants/default/jobs/job-2/chk/2/_manifest.json" {
+	if d := resp.GetDeployments(); len(d) != 1 || d[0].GetRestoreFrom() != "tenants/default/jobs/job-2/chk/2/_manifest.json" || d[0].GetRestoreCheckpoint() != 2 {
 		t.Fatalf("deployments of attempt 3: %v", d)
 	}
 	// The same failure again does not mark anything else bad.
 	j = s.job(job)
 	if cmds := reportCommands("w1", []*eddyv1.TaskReport{{Task: &eddyv1.TaskRef{JobId: job, Attempt: 3, TaskId: "b"}, State: failed,
-		Error: "restore checkpoint 3: corrupt"}}, map[string]*fsm.Job{job: &j}); types(cmds) != "task_failed" {
+		Error: "restore checkpoint 3: corrupt", FailedRestoreCheckpoint: 3}}, map[string]*fsm.Job{job: &j}); types(cmds) != "task_failed" {
 		t.Fatalf("report commands %s", dump(cmds))
 	}
 
@@ -484,7 +484,7 @@ func TestCheckpointStory(t *testing.T) {
 	step()
 	step()
 	j = s.job(job)
-	if j.PendingCheckpoint != nil || len(j.Savepoints) != 1 || restoreFrom(&j) != "tenants/default/savepoints/job-2-5/_manifest.json" {
+	if loc, id := restoreFrom(&j); j.PendingCheckpoint != nil || len(j.Savepoints) != 1 || loc != "tenants/default/savepoints/job-2-5/_manifest.json" || id != 5 {
 		t.Fatalf("after the savepoint: %+v", j)
 	}
 	if sp, failed, done := savepointOutcome(&j, 4); !done || failed != "" || sp.ID != 5 {
@@ -541,30 +541,34 @@ func TestCheckpointInstructions(t *testing.T) {
 func TestBadCheckpoint(t *testing.T) {
 	j := &fsm.Job{Checkpoints: []fsm.Checkpoint{{ID: 3, Location: "p/chk/3/_manifest.json"}, {ID: 4, Location: "p/chk/4/_manifest.json", Bad: "x"}},
 		Savepoints: []fsm.Checkpoint{{ID: 2, Savepoint: true, Location: "sp/job-2/_manifest.json"}}}
+	// A failed task's report: its error, for people, and the checkpoint it
+	// could not restore from, which the leader goes by.
 	tests := []struct {
-		err  string
-		want uint64
+		err    string
+		failed uint64
+		want   uint64
 	}{
-		{"restore checkpoint 3: storage: not found", 3},
-		{"job j: restore checkpoint 3: state of out: state: corrupt snapshot", 3},
-		{"restore checkpoint p/chk/3/_manifest.json: checkpoint manifest p/chk/3/_manifest.json: corrupt: unexpected end of JSON input", 3},
-		{"restore checkpoint 4: again", 0}, // already bad: not what the attempt restored from
-		{"restore checkpoint 2: not this attempt's", 0},
-		{"restore checkpoint 9: unknown", 0},
-		{"restore checkpoint x: what", 0},
-		{"checkpoint 3 failed", 0},
-		{"job j: checkpoint 3 was taken with source src at parallelism 2, not 3", 0}, // readable but incompatible
-		{"", 0},
+		{"restore checkpoint 3: storage: not found", 3, 3},
+		{"job j: restore checkpoint 3: state of out: state: corrupt snapshot", 3, 3},
+		{"restore checkpoint 3: checkpoint manifest p/chk/3/_manifest.json: corrupt: unexpected end of JSON input", 3, 3},
+		{"restore checkpoint 4: again", 4, 0}, // already bad: not what the attempt restored from
+		{"restore checkpoint 2: not this attempt's", 2, 0},
+		{"restore checkpoint 9: unknown", 9, 0},
+		{"restore: checkpoint manifest sp/x/_manifest.json: storage: not found", 0, 0}, // the worker did not know the id
+		{"restore checkpoint 3: what the text says does not count", 0, 0},
+		{"checkpoint 3 failed", 0, 0},
+		{"job j: checkpoint 3 was taken with source src at parallelism 2, not 3", 0, 0}, // readable but incompatible
+		{"", 0, 0},
 	}
 	for _, tc := range tests {
-		id, ok := badCheckpoint(j, tc.err)
+		id, ok := badCheckpoint(j, tc.failed)
 		if ok != (tc.want != 0) || id != tc.want {
-			t.Errorf("badCheckpoint(%q) = %d, %v; want %d", tc.err, id, ok, tc.want)
+			t.Errorf("badCheckpoint(%q, failed restore of %d) = %d, %v; want %d", tc.err, tc.failed, id, ok, tc.want)
 		}
 	}
 	// A job restoring from the savepoint it was submitted with has nothing
 	// to mark.
-	if id, ok := badCheckpoint(&fsm.Job{FromSavepoint: "sp/x/_manifest.json"}, "restore checkpoint 1: gone"); ok {
+	if id, ok := badCheckpoint(&fsm.Job{FromSavepoint: "sp/x/_manifest.json"}, 1); ok {
 		t.Errorf("marked %d", id)
 	}
 }
@@ -584,49 +588,4 @@ func TestCheckpointConfigOf(t *testing.T) {
 	if err != nil || cfg.periodic || cfg.storage != "file:///d" || cfg.retain != 3 || cfg.timeout != 10*time.Minute {
 		t.Errorf("plain: %+v, %v", cfg, err)
 	}
-}
-
-func TestRestoreKey(t *testing.T) {
-	tests := []struct{ in, want string }{
-		{"tenants/default/savepoints/job-3-5", "tenants/default/savepoints/job-3-5/_manifest.json"},
-		{"tenants/default/savepoints/job-3-5/", "tenants/default/savepoints/job-3-5/_manifest.json"},
-		{"tenants/default/savepoints/job-3-5/_manifest.json", "tenants/default/savepoints/job-3-5/_manifest.json"},
-		{"/abs/path", ""},
-		{"a/../b", ""},
-	}
-	for _, tc := range tests {
-		got, err := restoreKey(tc.in)
-		if (err != nil) != (tc.want == "") || got != tc.want {
-			t.Errorf("restoreKey(%q) = %q, %v; want %q", tc.in, got, err, tc.want)
-		}
-	}
-}
-
-// FuzzManifestReferences: the leader reads task manifests that workers
-// wrote; whatever their bytes, finding and rewriting their references
-// never panics, and a rewritten manifest is JSON again.
-func FuzzManifestReferences(f *testing.F) {
-	f.Add([]byte(`{"version":1,"checkpoint":3,"nodes":{"op":{"state":{"files":[{"key":"shared/ab","size":3}]}}},"source":{"position":"AAE="}}`))
-	f.Add([]byte(`["tenants/default/jobs/job-1/shared/x", 1.5e300, null, true, {"k": "shared/"}]`))
-	f.Add([]byte(`"tenants/default/jobs/job-1/chk/2/t.json"`))
-	f.Fuzz(func(t *testing.T, data []byte) {
-		doc, err := decodeJSON(data)
-		if err != nil {
-			return
-		}
-		refs := map[string]bool{}
-		doc = rewriteStrings(doc, func(s string) string {
-			if strings.HasPrefix(s, "shared/") {
-				refs["p/"+s] = true
-			}
-			return "q/" + s
-		})
-		out, err := json.Marshal(doc)
-		if err != nil {
-			t.Fatalf("marshal rewritten %q: %v", data, err)
-		}
-		if _, err := decodeJSON(out); err != nil {
-			t.Fatalf("rewritten manifest %s does not decode: %v", out, err)
-		}
-	})
 }

@@ -1,19 +1,14 @@
 package coordinator
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"maps"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
+	"github.com/eddy-stream/eddy/dataflow/checkpoint"
 	"github.com/eddy-stream/eddy/scheduler/fsm"
 	"github.com/eddy-stream/eddy/storage"
 )
@@ -21,64 +16,7 @@ import (
 // This file is the checkpoint coordinator's I/O, which the leader runs in
 // goroutines of its term, one job at a time: writing checkpoint manifests,
 // copying savepoints, and deleting the files of checkpoints no longer
-// retained. The layout is the one of docs/rfcs/2026-11-30-checkpoints.md:
-//
-//	tenants/<tenant>/jobs/<job>/chk/<id>/_manifest.json   checkpoint manifest (written here)
-//	tenants/<tenant>/jobs/<job>/chk/<id>/<task>.json      task manifests (written by tasks)
-//	tenants/<tenant>/jobs/<job>/shared/<sha256>           state files, shared between checkpoints
-//	tenants/<tenant>/savepoints/<job>-<id>/…              a savepoint, self-contained
-
-// manifestName is the name of a checkpoint manifest in its directory.
-const manifestName = "_manifest.json"
-
-// checkpointManifestVersion is the version of the checkpoint manifests the
-// leader writes.
-const checkpointManifestVersion = 1
-
-// checkpointManifest is the checkpoint manifest the leader writes when every
-// task of an attempt acknowledged a checkpoint: what a restore reads to find
-// the task manifests.
-type checkpointManifest struct {
-	Version    int    `json:"version"`
-	Job        string `json:"job"`
-	Checkpoint uint64 `json:"checkpoint"`
-	Savepoint  bool   `json:"savepoint"`
-	// Tasks maps every task of the attempt to the key of its task manifest.
-	Tasks          map[string]string `json:"tasks"`
-	MaxParallelism int               `json:"max_parallelism"`
-}
-
-// jobPrefix is where a job's checkpoints live in its checkpoint storage:
-// tenants/<tenant>/jobs/<job> (workers hand the same to their
-// deployments).
-func jobPrefix(tenant, job string) string { return "tenants/" + tenant + "/jobs/" + job }
-
-func checkpointManifestKey(tenant, job string, id uint64) string {
-	return jobPrefix(tenant, job) + "/chk/" + strconv.FormatUint(id, 10) + "/" + manifestName
-}
-
-// savepointPath is the directory of a savepoint: what TriggerSavepoint
-// returns and from_savepoint takes.
-func savepointPath(tenant, job string, id uint64) string {
-	return "tenants/" + tenant + "/savepoints/" + job + "-" + strconv.FormatUint(id, 10)
-}
-
-// savepointDir returns the directory of a savepoint's manifest key.
-func savepointDir(manifest string) string { return strings.TrimSuffix(manifest, "/"+manifestName) }
-
-// restoreKey turns what a user gives as from_savepoint (a savepoint
-// directory or a manifest key, with or without a trailing slash) into the
-// key of the checkpoint manifest to restore from.
-func restoreKey(path string) (string, error) {
-	key := strings.TrimSuffix(strings.TrimSpace(path), "/")
-	if !strings.HasSuffix(key, "/"+manifestName) {
-		key += "/" + manifestName
-	}
-	if err := storage.ValidateKey(key); err != nil {
-		return "", fmt.Errorf("savepoint path %q: %w", path, err)
-	}
-	return key, nil
-}
+// retained. The format and the layout are package dataflow/checkpoint's.
 
 // storeCache opens each checkpoint storage URL once.
 type storeCache struct {
@@ -188,10 +126,10 @@ func (c *Coordinator) writeCheckpoint(ctx context.Context, j *fsm.Job, p fsm.Che
 	if err != nil {
 		return "", fmt.Errorf("checkpoint %d: %w", p.ID, err)
 	}
-	m := checkpointManifest{
-		Version:        checkpointManifestVersion,
+	m := checkpoint.Manifest{
+		Version:        checkpoint.Version,
 		Job:            j.ID,
-		Checkpoint:     p.ID,
+		Checkpoint:     int64(p.ID),
 		Savepoint:      p.Savepoint,
 		Tasks:          make(map[string]string, len(acks)),
 		MaxParallelism: cfg.maxParallelism,
@@ -199,102 +137,38 @@ func (c *Coordinator) writeCheckpoint(ctx context.Context, j *fsm.Job, p fsm.Che
 	for task, a := range acks {
 		m.Tasks[task] = a.manifest
 	}
-	key := checkpointManifestKey(j.Tenant, j.ID, p.ID)
-	if err := putJSON(ctx, st, key, m); err != nil {
-		return "", fmt.Errorf("checkpoint %d: write its manifest: %w", p.ID, err)
+	key := checkpoint.ManifestKey(checkpoint.JobRoot(j.Tenant, j.ID), m.Checkpoint)
+	if err := checkpoint.WriteManifest(ctx, st, key, &m); err != nil {
+		return "", err
 	}
 	if !p.Savepoint {
 		return key, nil
 	}
-	location, err := copySavepoint(ctx, st, j, m)
+	location, err := copySavepoint(ctx, st, j, &m)
 	if err != nil {
 		return "", fmt.Errorf("savepoint %d: %w", p.ID, err)
 	}
 	return location, nil
 }
 
-func putJSON(ctx context.Context, st storage.Store, key string, v any) error {
-	data, err := json.MarshalIndent(v, "", "  ")
+// copySavepoint copies the checkpoint m of a job into a savepoint: its
+// directory (checkpoint.SavepointDir) is a root of its own holding the
+// files of m's checkpoint.Contents, each under the same key relative to the
+// root, and the savepoint's manifest; it returns that manifest's key. Task
+// manifests are copied byte for byte: the state files they record are
+// relative to the root, and nothing else in them names a file of checkpoint
+// storage. The copy references nothing outside its directory, so it
+// survives the deletion of the job's checkpoints and can start another job.
+// On error, what was copied is deleted again.
+func copySavepoint(ctx context.Context, st storage.Store, j *fsm.Job, m *checkpoint.Manifest) (location string, err error) {
+	c, err := checkpoint.ReadContents(ctx, st, m)
 	if err != nil {
-		return err
+		return "", err
 	}
-	return st.Put(ctx, key, bytes.NewReader(data), int64(len(data)))
-}
-
-// maxManifestSize bounds the manifests the leader reads.
-const maxManifestSize = 64 << 20
-
-func readObject(ctx context.Context, st storage.Store, key string) ([]byte, error) {
-	rc, err := st.Get(ctx, key)
-	if err != nil {
-		return nil, err
+	if root := checkpoint.JobRoot(j.Tenant, j.ID); c.Root != root {
+		return "", fmt.Errorf("its task manifests are under %s, not under the job's %s", c.Root, root)
 	}
-	defer rc.Close()
-	data, err := io.ReadAll(io.LimitReader(rc, maxManifestSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", key, err)
-	}
-	if len(data) > maxManifestSize {
-		return nil, fmt.Errorf("%s: larger than %d bytes", key, maxManifestSize)
-	}
-	return data, nil
-}
-
-// decodeJSON decodes a manifest as generic JSON, keeping numbers exact.
-func decodeJSON(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
-		return nil, err
-	}
-	return doc, nil
-}
-
-// rewriteStrings replaces every string value of a decoded JSON document
-// (not the object keys) with fn's result.
-func rewriteStrings(v any, fn func(string) string) any {
-	switch x := v.(type) {
-	case string:
-		return fn(x)
-	case []any:
-		for i := range x {
-			x[i] = rewriteStrings(x[i], fn)
-		}
-	case map[string]any:
-		for k, e := range x {
-			x[k] = rewriteStrings(e, fn)
-		}
-	}
-	return v
-}
-
-// copySavepoint copies every task manifest of a savepoint's checkpoint, and
-// every file of the job's checkpoint storage they reference, into the
-// savepoint's directory, rewriting the references, and writes the
-// savepoint's checkpoint manifest there; it returns that manifest's key.
-// The copy references nothing outside its directory, so it survives the
-// deletion of the job's checkpoints and can start another job.
-//
-// The savepoint directory takes the place of the job's prefix: prefix/<x>
-// is copied to dir/<x> (task manifests to dir/chk/<id>/, state files to
-// dir/shared/), so that a restore, which resolves state files against the
-// root its task manifests are under, finds them there. References in a
-// task manifest are its string values that are keys under the job's prefix
-// (rewritten to the copy's key) or keys relative to it starting with
-// shared/ (as package state writes them: copied, and left as they are).
-// The checkpoint manifest is dir/_manifest.json. On error, what was copied
-// is deleted again.
-func copySavepoint(ctx context.Context, st storage.Store, j *fsm.Job, m checkpointManifest) (location string, err error) {
-	prefix := jobPrefix(j.Tenant, j.ID) + "/"
-	dir := savepointPath(j.Tenant, j.ID, m.Checkpoint)
-	target := func(key string) (string, bool) {
-		rel, ok := strings.CutPrefix(key, prefix)
-		if !ok || storage.ValidateKey(key) != nil {
-			return "", false
-		}
-		return dir + "/" + rel, true
-	}
+	dir := checkpoint.SavepointDir(j.Tenant, j.ID, m.Checkpoint)
 	var written []string
 	defer func() {
 		if err != nil {
@@ -305,11 +179,7 @@ func copySavepoint(ctx context.Context, st storage.Store, j *fsm.Job, m checkpoi
 			}
 		}
 	}()
-	copied := map[string]bool{}
 	copyFile := func(src, dst string) error {
-		if copied[src] {
-			return nil
-		}
 		info, err := st.Stat(ctx, src)
 		if err != nil {
 			return fmt.Errorf("copy %s: %w", src, err)
@@ -323,60 +193,27 @@ func copySavepoint(ctx context.Context, st storage.Store, j *fsm.Job, m checkpoi
 		if err := st.Put(ctx, dst, rc, info.Size); err != nil {
 			return fmt.Errorf("copy %s to %s: %w", src, dst, err)
 		}
-		copied[src] = true
 		return nil
 	}
-	out := m
+	out := *m
 	out.Savepoint = true
-	out.Tasks = make(map[string]string, len(m.Tasks))
-	for _, task := range slices.Sorted(maps.Keys(m.Tasks)) {
-		key := m.Tasks[task]
-		dst, ok := target(key)
-		if !ok {
-			return "", fmt.Errorf("task %s: manifest %s is not under %s", task, key, prefix)
+	out.Tasks = make(map[string]string, len(c.Tasks))
+	for _, t := range c.Tasks {
+		dst := checkpoint.TaskManifestKey(dir, m.Checkpoint, t.ID)
+		if err := copyFile(t.Key, dst); err != nil {
+			return "", fmt.Errorf("task %s: %w", t.ID, err)
 		}
-		data, err := readObject(ctx, st, key)
-		if err != nil {
-			return "", fmt.Errorf("task %s: %w", task, err)
-		}
-		doc, err := decodeJSON(data)
-		if err != nil {
-			return "", fmt.Errorf("task %s: manifest %s: %w", task, key, err)
-		}
-		var copyErr error
-		doc = rewriteStrings(doc, func(s string) string {
-			if copyErr != nil {
-				return s
-			}
-			if strings.HasPrefix(s, "shared/") && storage.ValidateKey(s) == nil {
-				// A key relative to the prefix, if there is such a file.
-				switch err := copyFile(prefix+s, dir+"/"+s); {
-				case errors.Is(err, storage.ErrNotFound):
-				case err != nil:
-					copyErr = err
-				}
-				return s
-			}
-			to, ok := target(s)
-			if !ok {
-				return s
-			}
-			copyErr = copyFile(s, to)
-			return to
-		})
-		if copyErr != nil {
-			return "", fmt.Errorf("task %s: %w", task, copyErr)
-		}
-		written = append(written, dst)
-		if err := putJSON(ctx, st, dst, doc); err != nil {
-			return "", fmt.Errorf("task %s: write manifest: %w", task, err)
-		}
-		out.Tasks[task] = dst
+		out.Tasks[t.ID] = dst
 	}
-	location = dir + "/" + manifestName
+	for _, f := range c.StateFiles {
+		if err := copyFile(checkpoint.StateFileKey(c.Root, f.Key), checkpoint.StateFileKey(dir, f.Key)); err != nil {
+			return "", err
+		}
+	}
+	location = checkpoint.SavepointManifestKey(dir)
 	written = append(written, location)
-	if err := putJSON(ctx, st, location, out); err != nil {
-		return "", fmt.Errorf("write manifest: %w", err)
+	if err := checkpoint.WriteManifest(ctx, st, location, &out); err != nil {
+		return "", err
 	}
 	return location, nil
 }
@@ -385,48 +222,28 @@ func copySavepoint(ctx context.Context, st storage.Store, j *fsm.Job, m checkpoi
 // decode: it cannot be restored from, so it protects no file.
 var errUnreadable = errors.New("unreadable checkpoint")
 
-// references adds to refs every key under prefix that the checkpoint whose
-// manifest is at key references: its task manifests and the strings of
-// those that name keys under prefix (state files written as keys relative
-// to the prefix, "shared/<x>", count too).
-func references(ctx context.Context, st storage.Store, prefix, key string, refs map[string]bool) error {
-	read := func(key string) ([]byte, error) {
-		data, err := readObject(ctx, st, key)
-		if errors.Is(err, storage.ErrNotFound) {
-			return nil, fmt.Errorf("%w: %v", errUnreadable, err)
-		}
-		return data, err
+// references adds to refs the key of every file that the checkpoint whose
+// manifest is at key references (checkpoint.Contents.Keys).
+func references(ctx context.Context, st storage.Store, key string, refs map[string]bool) error {
+	c, err := readContents(ctx, st, key)
+	if errors.Is(err, storage.ErrNotFound) || errors.Is(err, checkpoint.ErrCorrupt) {
+		return fmt.Errorf("%w: %v", errUnreadable, err)
 	}
-	data, err := read(key)
 	if err != nil {
 		return err
 	}
-	var m checkpointManifest
-	if err := json.Unmarshal(data, &m); err != nil {
-		return fmt.Errorf("%w: %s: %v", errUnreadable, key, err)
-	}
-	for _, task := range slices.Sorted(maps.Keys(m.Tasks)) {
-		tkey := m.Tasks[task]
-		refs[tkey] = true
-		data, err := read(tkey)
-		if err != nil {
-			return err
-		}
-		doc, err := decodeJSON(data)
-		if err != nil {
-			return fmt.Errorf("%w: %s: %v", errUnreadable, tkey, err)
-		}
-		rewriteStrings(doc, func(s string) string {
-			switch {
-			case strings.HasPrefix(s, prefix):
-				refs[s] = true
-			case strings.HasPrefix(s, "shared/"):
-				refs[prefix+s] = true
-			}
-			return s
-		})
+	for _, k := range c.Keys() {
+		refs[k] = true
 	}
 	return nil
+}
+
+func readContents(ctx context.Context, st storage.Store, key string) (*checkpoint.Contents, error) {
+	m, err := checkpoint.ReadManifest(ctx, st, key)
+	if err != nil {
+		return nil, err
+	}
+	return checkpoint.ReadContents(ctx, st, m)
 }
 
 // collectCheckpoints deletes the files of the job's checkpoints that are no
@@ -449,12 +266,12 @@ func (c *Coordinator) collectCheckpoints(ctx context.Context, jobID string) erro
 	if err != nil {
 		return err
 	}
-	prefix := jobPrefix(j.Tenant, j.ID) + "/"
+	root := checkpoint.JobRoot(j.Tenant, j.ID)
 	keep := map[string]bool{}
 	refs := map[string]bool{}
 	for _, cp := range j.Checkpoints {
-		keep[prefix+"chk/"+strconv.FormatUint(cp.ID, 10)+"/"] = true
-		if err := references(ctx, st, prefix, cp.Location, refs); err != nil {
+		keep[checkpoint.CheckpointDir(root, int64(cp.ID))] = true
+		if err := references(ctx, st, cp.Location, refs); err != nil {
 			if !errors.Is(err, errUnreadable) {
 				return fmt.Errorf("checkpoint %d: %w", cp.ID, err)
 			}
@@ -464,13 +281,14 @@ func (c *Coordinator) collectCheckpoints(ctx context.Context, jobID string) erro
 		}
 	}
 	var deleted int
-	for _, dir := range []string{"chk/", "shared/"} {
-		infos, err := st.List(ctx, prefix+dir)
+	checkpoints := checkpoint.CheckpointsPrefix(root)
+	for _, dir := range []string{checkpoints, checkpoint.SharedPrefix(root)} {
+		infos, err := st.List(ctx, dir)
 		if err != nil {
 			return err
 		}
 		for _, info := range infos {
-			if refs[info.Key] || dir == "chk/" && keptDir(info.Key, keep) {
+			if refs[info.Key] || dir == checkpoints && keptDir(info.Key, keep) {
 				continue
 			}
 			if err := st.Delete(ctx, info.Key); err != nil {

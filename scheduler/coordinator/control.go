@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
+	"github.com/eddy-stream/eddy/dataflow/checkpoint"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
 	"github.com/eddy-stream/eddy/proto/rpc"
@@ -304,29 +304,27 @@ func (c *Coordinator) checkSavepoint(ctx context.Context, tenant, storageURL, pa
 	if path == "" {
 		return "", 0, nil
 	}
-	key, err := restoreKey(path)
+	key, err := checkpoint.ParseSavepointPath(path)
 	if err != nil {
 		return "", 0, invalid("%v", err)
 	}
-	if !strings.HasPrefix(key, "tenants/"+tenant+"/") {
+	if !strings.HasPrefix(key, checkpoint.TenantRoot(tenant)+"/") {
 		return "", 0, invalid("savepoint %s is not one of tenant %s (a savepoint path starts with tenants/%s/)", path, tenant, tenant)
 	}
 	st, err := c.stores.get(ctx, storageURL)
 	if err != nil {
 		return "", 0, status.Errorf(codes.Unavailable, "savepoint %s: %s", path, oneLine(err.Error()))
 	}
-	data, err := readObject(ctx, st, key)
+	m, err := checkpoint.ReadManifest(ctx, st, key)
 	switch {
 	case errors.Is(err, storage.ErrNotFound):
 		return "", 0, notFound("savepoint %s not found in the job's checkpoint storage %s", path, storageURL)
+	case errors.Is(err, checkpoint.ErrCorrupt):
+		return "", 0, invalid("savepoint %s: %s is not a checkpoint manifest", path, key)
 	case err != nil:
 		return "", 0, status.Errorf(codes.Unavailable, "savepoint %s: %s", path, oneLine(err.Error()))
 	}
-	var m checkpointManifest
-	if err := json.Unmarshal(data, &m); err != nil || m.Version != checkpointManifestVersion || m.Checkpoint == 0 || len(m.Tasks) == 0 {
-		return "", 0, invalid("savepoint %s: %s is not a checkpoint manifest", path, key)
-	}
-	return key, m.Checkpoint, nil
+	return key, uint64(m.Checkpoint), nil
 }
 
 // triggerSavepoint asks the leader's loop for a savepoint of a running job
@@ -358,7 +356,7 @@ func (c *Coordinator) triggerSavepoint(ctx context.Context, t *term, req *eddyv1
 			if failed != "" {
 				return nil, status.Errorf(codes.Aborted, "savepoint %d of job %s failed: %s", sp.ID, j.ID, failed)
 			}
-			resp := &eddyv1.TriggerSavepointResponse{Path: savepointDir(sp.Location), CheckpointId: sp.ID}
+			resp := &eddyv1.TriggerSavepointResponse{Path: checkpoint.SavepointDirOf(sp.Location), CheckpointId: sp.ID}
 			log.Info("savepoint taken", "checkpoint", sp.ID, "path", resp.Path)
 			if !req.GetStop() {
 				resp.State = apiJobState(&j, t.index(c.fsm.Workers()))

@@ -210,7 +210,7 @@ func reportCommands(worker string, reports []*eddyv1.TaskReport, jobs map[string
 			failed[k.job] = true
 			// A task that could not restore from a checkpoint marks it bad
 			// first, so that the next attempt restores from the one before.
-			if id, ok := badCheckpoint(j, r.GetError()); ok {
+			if id, ok := badCheckpoint(j, r.GetFailedRestoreCheckpoint()); ok {
 				cmds = append(cmds, &fsm.CheckpointFailed{JobID: k.job, ID: id, Reason: r.GetError()})
 			}
 			cmds = append(cmds, &fsm.TaskFailed{JobID: k.job, Attempt: k.attempt, TaskID: k.task, Message: r.GetError()})
@@ -324,6 +324,6 @@ func deployment(j *fsm.Job, start []string, workers map[string]fsm.Worker) *eddy
 			DataAddress: workers[wid].Address,
 		})
 	}
-	d.RestoreFrom = restoreFrom(j)
+	d.RestoreFrom, d.RestoreCheckpoint = restoreFrom(j)
 	return d
 }

@@ -37,8 +37,9 @@
 //     (a savepoint is then copied into a self-contained directory) and
 //     commits the outcome; it deletes the files of checkpoints no longer
 //     retained. A restarted attempt restores from the latest completed
-//     checkpoint that is not bad; a task reporting "restore checkpoint N:"
-//     marks N bad.
+//     checkpoint that is not bad; a failed task whose report names the
+//     checkpoint it could not restore from (failed_restore_checkpoint)
+//     marks it bad. The format and layout are package dataflow/checkpoint's.
 //
 // These decisions, and the answer to a heartbeat, are pure functions of the
 // replicated state, the in-memory heartbeat view and the time (decide.go,

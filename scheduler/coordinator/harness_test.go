@@ -473,7 +473,7 @@ func (w *fakeWorker) tasksOf(job string, attempt int) []string {
 }
 
 func cloneReport(r *eddyv1.TaskReport) *eddyv1.TaskReport {
-	c := &eddyv1.TaskReport{Task: r.GetTask(), State: r.GetState(), Error: r.GetError()}
+	c := &eddyv1.TaskReport{Task: r.GetTask(), State: r.GetState(), Error: r.GetError(), FailedRestoreCheckpoint: r.GetFailedRestoreCheckpoint()}
 	if m := r.GetMetrics(); m != nil {
 		c.Metrics = &eddyv1.TaskMetrics{RecordsIn: m.GetRecordsIn(), RecordsOut: m.GetRecordsOut()}
 	}
@@ -540,6 +540,20 @@ func (w *fakeWorker) setState(job string, attempt int, state eddyv1.TaskState, e
 			r.State = state
 			r.Error = errMsg
 			n++
+		}
+	}
+	return n
+}
+
+// failRestore fails every task of a job attempt as a worker does that
+// cannot restore it from checkpoint id.
+func (w *fakeWorker) failRestore(job string, attempt int, id uint64, errMsg string) int {
+	n := w.setState(job, attempt, eddyv1.TaskState_TASK_STATE_FAILED, errMsg)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for k, r := range w.tasks {
+		if k.job == job && k.attempt == attempt {
+			r.FailedRestoreCheckpoint = id
 		}
 	}
 	return n

@@ -12,7 +12,8 @@
 // Checkpoints: a deployment of a job whose spec has a checkpoint section
 // (or that restores from a checkpoint or savepoint) checkpoints into the
 // job's checkpoint storage (Deployment.checkpoint_storage, opened once per
-// URL with credentials from EDDY_S3_*), under tenants/<tenant>/jobs/<job>.
+// URL with credentials from EDDY_S3_*), under the job's root
+// (checkpoint.JobRoot; the layout is package dataflow/checkpoint's).
 // The worker hands the triggers and completions of heartbeat answers to the
 // running deployment, each id once, and sends its tasks'
 // acknowledgements to the leader (Cluster.AckCheckpoint) from a queue, so
@@ -35,8 +36,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -46,6 +45,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/eddy-stream/eddy/dataflow"
+	"github.com/eddy-stream/eddy/dataflow/checkpoint"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/host"
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
@@ -479,20 +479,28 @@ func (w *Worker) reports() []*eddyv1.TaskReport {
 				}
 			}
 			if finished {
+				var failure error
 				switch {
 				case r.startErr != nil:
-					rep.State, rep.Error = eddyv1.TaskState_TASK_STATE_FAILED, r.startErr.Error()
+					failure = r.startErr
 				case r.canceled:
 					rep.State = eddyv1.TaskState_TASK_STATE_CANCELED
 				case r.err == nil:
 					rep.State = eddyv1.TaskState_TASK_STATE_FINISHED
-				case ok && s.State == dataflow.TaskFailed:
-					rep.State, rep.Error = eddyv1.TaskState_TASK_STATE_FAILED, s.Error
+				case ok && s.State == dataflow.TaskFailed && s.Err != nil:
+					failure = s.Err
 				case ok && s.State == dataflow.TaskFinished:
 					rep.State = eddyv1.TaskState_TASK_STATE_FINISHED
 				default:
-					// Stopped because another task failed.
-					rep.State, rep.Error = eddyv1.TaskState_TASK_STATE_FAILED, r.err.Error()
+					// Stopped because another task failed (or the
+					// deployment could not start).
+					failure = r.err
+				}
+				if failure != nil {
+					rep.State, rep.Error = eddyv1.TaskState_TASK_STATE_FAILED, failure.Error()
+					if id, ok := checkpoint.FailedRestore(failure); ok {
+						rep.FailedRestoreCheckpoint = uint64(id)
+					}
 				}
 			}
 			out = append(out, rep)
@@ -729,39 +737,28 @@ func (w *Worker) deploy(ctx context.Context, d *eddyv1.Deployment) {
 }
 
 // start starts a deployment; when it restores, it first reads the
-// checkpoint manifest it restores from. A manifest that cannot be read fails
-// the deployment with "restore checkpoint N: …", which tells the leader to
-// restore the next attempt from the checkpoint before.
+// checkpoint manifest it restores from. A manifest that cannot be read
+// fails the deployment with a checkpoint.RestoreError naming the
+// checkpoint the leader said it is (Deployment.restore_checkpoint), which
+// the task reports tell the leader, so that it restores the next attempt
+// from the checkpoint before.
 func (w *Worker) start(ctx context.Context, job *dataflow.Job, dep dataflow.Deployment, d *eddyv1.Deployment) (*dataflow.Running, error) {
 	if key := d.GetRestoreFrom(); key != "" && dep.Checkpointing != nil {
-		m, err := dataflow.ReadCheckpointManifest(ctx, dep.Checkpointing.Store, key)
-		if err != nil {
-			return nil, fmt.Errorf("restore checkpoint %s: %w", checkpointOf(key), err)
+		id := int64(d.GetRestoreCheckpoint())
+		m, err := checkpoint.ReadManifest(ctx, dep.Checkpointing.Store, key)
+		switch {
+		case err != nil && ctx.Err() != nil:
+			return nil, err
+		case err != nil:
+			return nil, &checkpoint.RestoreError{Checkpoint: id, Err: err}
+		case id != 0 && m.Checkpoint != id:
+			return nil, &checkpoint.RestoreError{Checkpoint: id, Err: fmt.Errorf("checkpoint manifest %s is of checkpoint %d", key, m.Checkpoint)}
 		}
 		cp := *dep.Checkpointing
 		cp.Restore = m
 		dep.Checkpointing = &cp
 	}
 	return job.StartDeployment(ctx, dep, w.exchange)
-}
-
-// checkpointOf names the checkpoint a manifest key is of: its id, when the
-// key follows the layout of checkpoints (…/chk/<id>/_manifest.json) or
-// savepoints (…/<job>-<id>/_manifest.json), or else the key.
-func checkpointOf(key string) string {
-	dir := strings.TrimSuffix(key, "/_manifest.json")
-	last := dir[strings.LastIndex(dir, "/")+1:]
-	if strings.HasSuffix(strings.TrimSuffix(dir, "/"+last), "/chk") {
-		if _, err := strconv.ParseUint(last, 10, 64); err == nil {
-			return last
-		}
-	}
-	if i := strings.LastIndex(last, "-"); i >= 0 {
-		if _, err := strconv.ParseUint(last[i+1:], 10, 64); err == nil {
-			return last[i+1:]
-		}
-	}
-	return key
 }
 
 // checkpointing sets up the checkpoints of a deployment: nil for a job that
@@ -787,7 +784,7 @@ func (w *Worker) checkpointing(ctx context.Context, d *eddyv1.Deployment, spec *
 	job, attempt := d.GetJobId(), d.GetAttempt()
 	return &dataflow.Checkpointing{
 		Store:  st,
-		Prefix: "tenants/" + tenant + "/jobs/" + job,
+		Prefix: checkpoint.JobRoot(tenant, job),
 		Ack: func(a dataflow.Ack) {
 			w.queueAck(&eddyv1.AckCheckpointRequest{JobId: job, Attempt: attempt, CheckpointId: uint64(a.CheckpointID), TaskId: a.Task,
 				ManifestKey: a.Manifest, FullSizeBytes: uint64(max(a.FullSize, 0)), IncrementalSizeBytes: uint64(max(a.Incremental, 0)),

@@ -1,17 +1,69 @@
 package worker
 
-import "testing"
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
 
-func TestCheckpointOf(t *testing.T) {
-	tests := []struct{ key, want string }{
-		{"tenants/default/jobs/job-3/chk/12/_manifest.json", "12"},
-		{"tenants/default/savepoints/job-3-7/_manifest.json", "7"},
-		{"tenants/default/savepoints/odd/_manifest.json", "tenants/default/savepoints/odd/_manifest.json"},
-		{"tenants/default/jobs/job-3/chk/x/_manifest.json", "tenants/default/jobs/job-3/chk/x/_manifest.json"},
+	"github.com/eddy-stream/eddy/dataflow"
+	"github.com/eddy-stream/eddy/dataflow/checkpoint"
+	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
+	"github.com/eddy-stream/eddy/storage"
+)
+
+// TestRestoreFailureReported: a deployment whose checkpoint manifest
+// cannot be read, or is of another checkpoint than the leader said, fails
+// with a checkpoint.RestoreError naming the checkpoint of the deployment,
+// and every task report of it carries that id as a field of its own.
+func TestRestoreFailureReported(t *testing.T) {
+	ctx := context.Background()
+	st, err := storage.Open(ctx, "file://"+t.TempDir(), storage.Config{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tc := range tests {
-		if got := checkpointOf(tc.key); got != tc.want {
-			t.Errorf("checkpointOf(%q) = %q, want %q", tc.key, got, tc.want)
-		}
+	defer st.Close()
+	root := checkpoint.JobRoot("default", "job-3")
+	other := &checkpoint.Manifest{Job: "job-3", Checkpoint: 4, Tasks: map[string]string{"a": checkpoint.TaskManifestKey(root, 4, "a")}, MaxParallelism: 128}
+	if err := checkpoint.WriteManifest(ctx, st, checkpoint.ManifestKey(root, 5), other); err != nil {
+		t.Fatal(err)
+	}
+	dep := dataflow.Deployment{Checkpointing: &dataflow.Checkpointing{Store: st, Prefix: root}}
+	for _, tc := range []struct {
+		name string
+		d    *eddyv1.Deployment
+		want uint64 // 0: no id known
+		is   error
+		msg  string
+	}{
+		{name: "missing manifest", d: &eddyv1.Deployment{JobId: "job-3", Attempt: 2, TaskIds: []string{"a", "b"},
+			RestoreFrom: checkpoint.ManifestKey(root, 3), RestoreCheckpoint: 3}, want: 3, is: storage.ErrNotFound,
+			msg: "restore checkpoint 3: checkpoint manifest tenants/default/jobs/job-3/chk/3/_manifest.json: storage: not found"},
+		{name: "manifest of another checkpoint", d: &eddyv1.Deployment{JobId: "job-3", Attempt: 2, TaskIds: []string{"a", "b"},
+			RestoreFrom: checkpoint.ManifestKey(root, 5), RestoreCheckpoint: 5}, want: 5,
+			msg: "restore checkpoint 5: checkpoint manifest tenants/default/jobs/job-3/chk/5/_manifest.json is of checkpoint 4"},
+		{name: "savepoint of unknown id", d: &eddyv1.Deployment{JobId: "job-3", Attempt: 1, TaskIds: []string{"a", "b"},
+			RestoreFrom: checkpoint.SavepointManifestKey(checkpoint.SavepointDir("default", "job-1", 7))}, is: storage.ErrNotFound,
+			msg: "restore: checkpoint manifest tenants/default/savepoints/job-1-7/_manifest.json: storage: not found"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &Worker{jobs: map[jobAttempt]*running{}}
+			_, err := w.start(ctx, nil, dep, tc.d)
+			if !errors.Is(err, checkpoint.ErrRestore) || tc.is != nil && !errors.Is(err, tc.is) || !strings.Contains(err.Error(), tc.msg) {
+				t.Fatalf("start: %v; want %q", err, tc.msg)
+			}
+			r := &running{d: tc.d, err: err, done: make(chan struct{}), released: map[string]bool{}}
+			close(r.done)
+			w.jobs[jobAttempt{tc.d.GetJobId(), tc.d.GetAttempt()}] = r
+			reps := w.reports()
+			if len(reps) != 2 {
+				t.Fatalf("%d reports", len(reps))
+			}
+			for _, rep := range reps {
+				if rep.GetState() != eddyv1.TaskState_TASK_STATE_FAILED || rep.GetFailedRestoreCheckpoint() != tc.want || rep.GetError() != err.Error() {
+					t.Errorf("report %v", rep)
+				}
+			}
+		})
 	}
 }

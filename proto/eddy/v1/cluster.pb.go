@@ -250,10 +250,18 @@ type TaskReport struct {
 	Task    *TaskRef               `protobuf:"bytes,1,opt,name=task,proto3" json:"task,omitempty"`
 	State   TaskState              `protobuf:"varint,2,opt,name=state,proto3,enum=eddy.v1.TaskState" json:"state,omitempty"`
 	Metrics *TaskMetrics           `protobuf:"bytes,3,opt,name=metrics,proto3" json:"metrics,omitempty"`
-	// For FAILED: the error, one line, as the user should see it.
-	Error         string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	// For FAILED: the error, one line, as the user should see it. Nothing
+	// is parsed out of it.
+	Error string `protobuf:"bytes,4,opt,name=error,proto3" json:"error,omitempty"`
+	// For FAILED: the id of the checkpoint (or savepoint) the task could not
+	// restore from because it cannot be read (a missing or corrupt manifest
+	// or state file: a checkpoint.RestoreError on the worker); 0 for any
+	// other failure, or when the worker does not know the id. The leader
+	// marks that checkpoint bad if the attempt restored from it, and
+	// restores the next attempt from the one before.
+	FailedRestoreCheckpoint uint64 `protobuf:"varint,5,opt,name=failed_restore_checkpoint,json=failedRestoreCheckpoint,proto3" json:"failed_restore_checkpoint,omitempty"`
+	unknownFields           protoimpl.UnknownFields
+	sizeCache               protoimpl.SizeCache
 }
 
 func (x *TaskReport) Reset() {
@@ -312,6 +320,13 @@ func (x *TaskReport) GetError() string {
 		return x.Error
 	}
 	return ""
+}
+
+func (x *TaskReport) GetFailedRestoreCheckpoint() uint64 {
+	if x != nil {
+		return x.FailedRestoreCheckpoint
+	}
+	return 0
 }
 
 type HeartbeatRequest struct {
@@ -574,18 +589,24 @@ type Deployment struct {
 	// the key of its checkpoint manifest in checkpoint_storage (see
 	// docs/rfcs/2026-11-30-checkpoints.md); empty: start from empty state.
 	//
-	// When restoring fails because the checkpoint cannot be read, the task
-	// fails with an error that contains "restore checkpoint N: " (N the
-	// checkpoint id of the manifest): the leader then marks checkpoint N bad
-	// and the next attempt restores from the previous one.
+	// When restoring fails because the checkpoint cannot be read, the tasks
+	// fail with TaskReport.failed_restore_checkpoint set to its id: the
+	// leader then marks it bad and the next attempt restores from the
+	// previous one.
 	RestoreFrom string `protobuf:"bytes,8,opt,name=restore_from,json=restoreFrom,proto3" json:"restore_from,omitempty"`
 	// URL of the job's checkpoint storage (file:///dir or
 	// s3://bucket/prefix; credentials from the worker's EDDY_S3_*
 	// environment): the job spec's checkpoint.storage, or the coordinator's
 	// default. Set for every job, checkpointed or not, since a savepoint may
 	// be taken of any running job. Task and checkpoint manifests and state
-	// files of the job live under tenants/<tenant>/jobs/<job_id>/ in it.
+	// files of the job live under its root in it (package
+	// dataflow/checkpoint: JobRoot).
 	CheckpointStorage string `protobuf:"bytes,9,opt,name=checkpoint_storage,json=checkpointStorage,proto3" json:"checkpoint_storage,omitempty"`
+	// The id of the checkpoint restore_from names, so that a worker that
+	// cannot even read its manifest reports which one failed; 0 when the
+	// leader does not know it (the savepoint the job was submitted with)
+	// or restore_from is empty.
+	RestoreCheckpoint uint64 `protobuf:"varint,10,opt,name=restore_checkpoint,json=restoreCheckpoint,proto3" json:"restore_checkpoint,omitempty"`
 	unknownFields     protoimpl.UnknownFields
 	sizeCache         protoimpl.SizeCache
 }
@@ -681,6 +702,13 @@ func (x *Deployment) GetCheckpointStorage() string {
 		return x.CheckpointStorage
 	}
 	return ""
+}
+
+func (x *Deployment) GetRestoreCheckpoint() uint64 {
+	if x != nil {
+		return x.RestoreCheckpoint
+	}
+	return 0
 }
 
 // CheckpointTrigger asks the worker to start a checkpoint of a job attempt
@@ -942,7 +970,7 @@ type AckCheckpointRequest struct {
 	CheckpointId uint64                 `protobuf:"varint,3,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
 	TaskId       string                 `protobuf:"bytes,4,opt,name=task_id,json=taskId,proto3" json:"task_id,omitempty"`
 	// Key of the task manifest in the job's checkpoint storage
-	// (tenants/<tenant>/jobs/<job>/chk/<id>/<task>.json).
+	// (checkpoint.TaskManifestKey under the job's root).
 	ManifestKey string `protobuf:"bytes,5,opt,name=manifest_key,json=manifestKey,proto3" json:"manifest_key,omitempty"`
 	// Bytes of state the task's snapshot references, and bytes it uploaded
 	// for this checkpoint (new files only).
@@ -1136,13 +1164,14 @@ const file_eddy_v1_cluster_proto_rawDesc = "" +
 	"\aTaskRef\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x17\n" +
-	"\atask_id\x18\x03 \x01(\tR\x06taskId\"\xa2\x01\n" +
+	"\atask_id\x18\x03 \x01(\tR\x06taskId\"\xde\x01\n" +
 	"\n" +
 	"TaskReport\x12$\n" +
 	"\x04task\x18\x01 \x01(\v2\x10.eddy.v1.TaskRefR\x04task\x12(\n" +
 	"\x05state\x18\x02 \x01(\x0e2\x12.eddy.v1.TaskStateR\x05state\x12.\n" +
 	"\ametrics\x18\x03 \x01(\v2\x14.eddy.v1.TaskMetricsR\ametrics\x12\x14\n" +
-	"\x05error\x18\x04 \x01(\tR\x05error\"\xb5\x01\n" +
+	"\x05error\x18\x04 \x01(\tR\x05error\x12:\n" +
+	"\x19failed_restore_checkpoint\x18\x05 \x01(\x04R\x17failedRestoreCheckpoint\"\xb5\x01\n" +
 	"\x10HeartbeatRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x1f\n" +
 	"\vinstance_id\x18\x02 \x01(\tR\n" +
@@ -1161,7 +1190,7 @@ const file_eddy_v1_cluster_proto_rawDesc = "" +
 	"\x05chain\x18\x02 \x01(\tR\x05chain\x12\x18\n" +
 	"\asubtask\x18\x03 \x01(\rR\asubtask\x12\x1b\n" +
 	"\tworker_id\x18\x04 \x01(\tR\bworkerId\x12!\n" +
-	"\fdata_address\x18\x05 \x01(\tR\vdataAddress\"\xc5\x02\n" +
+	"\fdata_address\x18\x05 \x01(\tR\vdataAddress\"\xf4\x02\n" +
 	"\n" +
 	"Deployment\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
@@ -1174,7 +1203,9 @@ const file_eddy_v1_cluster_proto_rawDesc = "" +
 	"placements\x18\a \x03(\v2\x16.eddy.v1.TaskPlacementR\n" +
 	"placements\x12!\n" +
 	"\frestore_from\x18\b \x01(\tR\vrestoreFrom\x12-\n" +
-	"\x12checkpoint_storage\x18\t \x01(\tR\x11checkpointStorage\"\x96\x01\n" +
+	"\x12checkpoint_storage\x18\t \x01(\tR\x11checkpointStorage\x12-\n" +
+	"\x12restore_checkpoint\x18\n" +
+	" \x01(\x04R\x11restoreCheckpoint\"\x96\x01\n" +
 	"\x11CheckpointTrigger\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12#\n" +
