@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/eddy-stream/eddy/dataflow"
+	"github.com/eddy-stream/eddy/dataflow/checkpoint"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/state"
@@ -216,7 +217,7 @@ type asyncRun struct {
 // startAsync starts asyncJob on a fresh backend of the kind named,
 // checkpointing into st, restored from restore when not nil, its source
 // ending at limit (0: when stop is closed).
-func startAsync(t *testing.T, backend string, st storage.Store, restore *dataflow.CheckpointManifest, limit int64) *asyncRun {
+func startAsync(t *testing.T, backend string, st storage.Store, restore *checkpoint.Manifest, limit int64) *asyncRun {
 	t.Helper()
 	r := &asyncRun{rec: &seqRecorder{totals: map[string]int64{}}, stop: make(chan struct{}), acks: make(chan dataflow.Ack, 64)}
 	r.rec.maxSeq.Store(-1)
@@ -365,13 +366,14 @@ func TestSnapshotUploadAsync(t *testing.T) {
 			if a.Task != "tally[0]" || a.CheckpointID != 1 || a.FullSize == 0 {
 				t.Fatalf("ack %+v, want tally[0]'s of checkpoint 1 with state", a)
 			}
-			chk := &dataflow.CheckpointManifest{Job: "async", Checkpoint: 1, MaxParallelism: r.job.Spec().MaxParallelism,
-				Tasks: map[string]string{"src[0]": dataflow.TaskManifestKey("tenants/default/jobs/async", 1, "src[0]"), "tally[0]": a.Manifest}}
-			key, err := dataflow.WriteCheckpointManifest(context.Background(), st, "tenants/default/jobs/async", chk)
+			chk := &checkpoint.Manifest{Job: "async", Checkpoint: 1, MaxParallelism: r.job.Spec().MaxParallelism,
+				Tasks: map[string]string{"src[0]": checkpoint.TaskManifestKey("tenants/default/jobs/async", 1, "src[0]"), "tally[0]": a.Manifest}}
+			key := checkpoint.ManifestKey("tenants/default/jobs/async", 1)
+			err := checkpoint.WriteManifest(context.Background(), st, key, chk)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if chk, err = dataflow.ReadCheckpointManifest(context.Background(), st, key); err != nil {
+			if chk, err = checkpoint.ReadManifest(context.Background(), st, key); err != nil {
 				t.Fatal(err)
 			}
 			r.run.Complete(1)

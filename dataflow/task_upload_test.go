@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eddy-stream/eddy/dataflow/checkpoint"
 	"github.com/eddy-stream/eddy/storage"
 )
 
@@ -66,8 +67,8 @@ func TestUploadsBound(t *testing.T) {
 	cancel() // reserve with it succeeds only if there is room at once
 	hold := map[string]chan struct{}{"a": make(chan struct{}), "b": make(chan struct{}), "c": make(chan struct{})}
 	snap := func(id int64, name string) *pendingSnapshot {
-		return &pendingSnapshot{id: id, start: time.Now(), manifest: taskManifest{Version: manifestVersion, Checkpoint: id, Task: name,
-			Nodes: map[string]nodeSnapshot{"n": {}}, Source: &sourceSnapshot{Node: "src", Position: []byte{byte(id)}}},
+		return &pendingSnapshot{id: id, start: time.Now(), manifest: checkpoint.TaskManifest{Version: checkpoint.Version, Checkpoint: id, Task: name,
+			Nodes: map[string]checkpoint.NodeSnapshot{"n": {}}, Source: &checkpoint.SourceSnapshot{Node: "src", Position: []byte{byte(id)}}},
 			states: []nodeCapture{{node: "n", capture: &fakeCapture{hold: hold[name], mu: &mu, events: &events, name: name}}}}
 	}
 	for i, name := range []string{"a", "b"} {
