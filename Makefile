@@ -37,7 +37,7 @@ test:
 ## window suite are left out; see the README. -short: the tests that write
 ## hundreds of thousands of keys (state) use fewer under the race detector.
 RACE_PKGS := ./abi/... ./scheduler/... ./state/... ./storage/... ./connectors/... \
-	./dataflow/ ./dataflow/jobspec/ ./dataflow/stream/
+	./dataflow/ ./dataflow/jobspec/ ./dataflow/stream/ ./dataflow/checkpoint/
 test-race:
 	EDDY_VERSITYGW="$${EDDY_VERSITYGW:-$$( [ "$${EDDY_SKIP_S3:-}" = 1 ] || scripts/versitygw.sh)}" \
 		$(GO) test -race -short -count=1 -timeout 20m $(RACE_PKGS)
