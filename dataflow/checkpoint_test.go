@@ -21,6 +21,7 @@ import (
 	"github.com/eddy-stream/eddy/dataflow/checkpoint"
 	"github.com/eddy-stream/eddy/dataflow/window"
 	"github.com/eddy-stream/eddy/host"
+	"github.com/eddy-stream/eddy/internal/testkit"
 	"github.com/eddy-stream/eddy/state"
 	"github.com/eddy-stream/eddy/storage"
 )
@@ -224,18 +225,14 @@ func sourceRecords(job *dataflow.Job) int64 {
 func waitRecords(t *testing.T, job *dataflow.Job, runs []*dataflow.Running, n int64) {
 	t.Helper()
 	done := anyDone(runs)
-	deadline := time.Now().Add(30 * time.Second)
-	for sourceRecords(job) < n {
+	testkit.Eventually(t, 30*time.Second, fmt.Sprintf("the source to produce %d records", n), func() bool {
 		select {
 		case <-done:
 			t.Fatalf("the run ended before its source produced %d records (%d)", n, sourceRecords(job))
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("the source did not produce %d records within 30s (%d)", n, sourceRecords(job))
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return sourceRecords(job) >= n
+	})
 }
 
 // attempt is one run of a scenario: checkpoints once the source produced

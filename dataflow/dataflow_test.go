@@ -18,6 +18,7 @@ import (
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/host"
+	"github.com/eddy-stream/eddy/internal/testkit"
 )
 
 func newEngine(t *testing.T, cfg host.Config) *host.Engine {
@@ -227,10 +228,7 @@ nodes:
 		sum, err = job.Run(ctx)
 		close(done)
 	}()
-	deadline := time.Now().Add(10 * time.Second)
-	for job.Stats()[2].In < 1000 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.Eventually(t, 10*time.Second, "1000 records at the sink", func() bool { return job.Stats()[2].In >= 1000 })
 	cancel()
 	select {
 	case <-done:

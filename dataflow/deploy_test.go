@@ -7,7 +7,6 @@ import (
 	"io"
 	"log/slog"
 	"math"
-	"net"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -27,6 +26,7 @@ import (
 	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/dataflow/window"
 	"github.com/eddy-stream/eddy/host"
+	"github.com/eddy-stream/eddy/internal/testkit"
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
 	"github.com/eddy-stream/eddy/proto/rpc"
 	"github.com/eddy-stream/eddy/state"
@@ -45,10 +45,7 @@ type testWorker struct {
 
 func startWorker(t *testing.T) *testWorker {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+	lis := testkit.Listen(t)
 	w := &testWorker{ex: dataflow.NewExchange(slog.Default()), addr: lis.Addr().String(), srv: grpc.NewServer(rpc.ServerOptions()...)}
 	eddyv1.RegisterExchangeServer(w.srv, w.ex)
 	served := make(chan struct{})
@@ -111,18 +108,6 @@ func await(t *testing.T, what string, done <-chan runResult, timeout time.Durati
 	}
 }
 
-// waitFor polls cond until it holds, failing the test after timeout.
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %v", what, timeout)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}
-
 const splitJob = `name: split
 parallelism: 2
 batch_size: 64
@@ -172,7 +157,7 @@ func newSplitJob(t *testing.T, engine *host.Engine, dir string) *dataflow.Job {
 
 func sortedLines(t *testing.T, path string) []string {
 	t.Helper()
-	lines := readLinesOf(t, path)
+	lines := testkit.ReadLines(t, path)
 	slices.Sort(lines)
 	return lines
 }
@@ -356,7 +341,7 @@ func TestDeploymentBackpressure(t *testing.T) {
 	doneA := runDeployment(ctx, jobA, da, a.ex)
 
 	// TaskStats is read while the job runs (the race detector watches).
-	waitFor(t, "the source's backpressure ratio reaches 0.5 with the sinks held", 20*time.Second, func() bool {
+	testkit.Eventually(t, 20*time.Second, "the source's backpressure ratio reaches 0.5 with the sinks held", func() bool {
 		_ = jobB.TaskStats()
 		stats := jobA.TaskStats() // nil until the run started
 		return len(stats) == 1 && stats[0].State == dataflow.TaskRunning && stats[0].BackpressureRatio >= 0.5
@@ -420,7 +405,7 @@ func TestDeploymentPeerLost(t *testing.T) {
 			ctxB, cancelB := context.WithCancel(context.Background())
 			defer cancelB()
 			doneA, doneB := runDeployment(ctxA, jobA, da, a.ex), runDeployment(ctxB, jobB, db, b.ex)
-			waitFor(t, "sinks got 2000 records", 30*time.Second, func() bool { return r.consumed.Load() >= 2000 })
+			testkit.Eventually(t, 30*time.Second, "sinks got 2000 records", func() bool { return r.consumed.Load() >= 2000 })
 			tc.kill(a, b, cancelA, cancelB)
 			done, peer := doneA, b.addr
 			if tc.survivor == "b" {
@@ -520,7 +505,7 @@ func TestExchangeOpen(t *testing.T) {
 	done, cancel := consumerOnly(t, w, newFanOutJob(t, r, 0, 4), "job-open", 2)
 	client := dialExchange(t, w)
 	// The deployment registers before it starts tasks; wait for it.
-	waitFor(t, "the consumer is registered", 10*time.Second, func() bool {
+	testkit.Eventually(t, 10*time.Second, "the consumer is registered", func() bool {
 		_, _, err := openRaw(t, client, channelOpen("job-open", 2, "out[1]", 7))
 		return status.Code(err) == codes.InvalidArgument
 	})
@@ -623,7 +608,7 @@ func TestExchangeBadStream(t *testing.T) {
 			done, _ := consumerOnly(t, w, newFanOutJob(t, r, 0, 4), "job-bad", 1)
 			client := dialExchange(t, w)
 			var ch *rawChannel
-			waitFor(t, "the consumer is registered", 10*time.Second, func() bool {
+			testkit.Eventually(t, 10*time.Second, "the consumer is registered", func() bool {
 				var err error
 				ch, _, err = openRaw(t, client, channelOpen("job-bad", 1, "out[1]", 0))
 				return err == nil

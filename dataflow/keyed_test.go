@@ -1,14 +1,12 @@
 package dataflow_test
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -23,6 +21,7 @@ import (
 	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/dataflow/window"
 	"github.com/eddy-stream/eddy/host"
+	"github.com/eddy-stream/eddy/internal/testkit"
 	"github.com/eddy-stream/eddy/state"
 	"github.com/eddy-stream/eddy/udfs/counter/counting"
 	"github.com/eddy-stream/eddy/udfs/countrychange/detector"
@@ -217,32 +216,6 @@ func (m *detectorModel) advance(wm int64) {
 	}
 }
 
-// readLinesOf reads a file sink's output: path, or its parts when parallel,
-// each in the order written.
-func readLinesOf(t *testing.T, path string) []string {
-	t.Helper()
-	files, err := filepath.Glob(path + "*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	for _, name := range files {
-		f, err := os.Open(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			lines = append(lines, sc.Text())
-		}
-		f.Close()
-		if err := sc.Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return lines
-}
-
 func TestKeyedWasmEndToEnd(t *testing.T) {
 	engine := newEngine(t, host.DefaultConfig())
 	for _, backend := range []string{jobspec.BackendMemory, jobspec.BackendPebble} {
@@ -264,8 +237,8 @@ func TestKeyedWasmEndToEnd(t *testing.T) {
 					if _, err := job.Run(context.Background()); err != nil {
 						t.Fatal(err)
 					}
-					checkAlerts(t, spec, readLinesOf(t, filepath.Join(dir, "alerts.jsonl")), b)
-					checkCounts(t, readLinesOf(t, filepath.Join(dir, "counts.jsonl")))
+					checkAlerts(t, spec, testkit.ReadLines(t, filepath.Join(dir, "alerts.jsonl")), b)
+					checkCounts(t, testkit.ReadLines(t, filepath.Join(dir, "counts.jsonl")))
 				})
 			}
 		}

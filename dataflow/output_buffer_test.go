@@ -14,6 +14,7 @@ import (
 
 	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/stream"
+	"github.com/eddy-stream/eddy/internal/testkit"
 )
 
 // trickleSource produces one record per Next, n in all. Then it ends with
@@ -158,7 +159,7 @@ func TestBufferTimeoutFlushesLowRate(t *testing.T) {
 				}()
 				runs = append(runs, done)
 			}
-			waitFor(t, "the sinks get the source's records", 30*time.Second, func() bool {
+			testkit.Eventually(t, 30*time.Second, "the sinks get the source's records", func() bool {
 				got, _ := r.got()
 				return got == n
 			})

@@ -20,6 +20,7 @@ import (
 	"github.com/eddy-stream/eddy/dataflow/checkpoint"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/dataflow/stream"
+	"github.com/eddy-stream/eddy/internal/testkit"
 	"github.com/eddy-stream/eddy/state"
 	"github.com/eddy-stream/eddy/storage"
 )
@@ -281,7 +282,7 @@ func (r *asyncRun) waitAck(t *testing.T, what string) dataflow.Ack {
 // waitSink waits until the sink received a record of seq ≥ n.
 func (r *asyncRun) waitSink(t *testing.T, n int64, what string) {
 	t.Helper()
-	waitFor(t, what, 30*time.Second, func() bool { return r.rec.maxSeq.Load() >= n })
+	testkit.Eventually(t, 30*time.Second, what, func() bool { return r.rec.maxSeq.Load() >= n })
 }
 
 // sourcePosition reads the source position that task manifest key holds.
@@ -313,7 +314,7 @@ func assertClean(t *testing.T, dir string) {
 	for _, e := range ents {
 		t.Errorf("left behind in %s: %s", dir, e.Name())
 	}
-	waitFor(t, "no upload goroutine left", 10*time.Second, func() bool { return uploadGoroutines() == 0 })
+	testkit.Eventually(t, 10*time.Second, "no upload goroutine left", func() bool { return uploadGoroutines() == 0 })
 }
 
 func uploadGoroutines() int {
@@ -449,7 +450,7 @@ func TestSnapshotUploadFails(t *testing.T) {
 	if a := r.waitAck(t, "the source task's ack"); a.Task != "src[0]" || a.CheckpointID != 1 {
 		t.Fatalf("ack %+v, want src[0]'s of checkpoint 1", a)
 	}
-	waitFor(t, "a failed upload", 30*time.Second, func() bool { return st.failed.Load() > 0 })
+	testkit.Eventually(t, 30*time.Second, "a failed upload", func() bool { return st.failed.Load() > 0 })
 	st.failing.Store(false)
 	if err := r.run.Trigger(dataflow.Trigger{ID: 2}); err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package host
 
 import (
 	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"math"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/eddy-stream/eddy/abi"
+	"github.com/eddy-stream/eddy/internal/testkit"
 	"github.com/eddy-stream/eddy/state"
 	"github.com/eddy-stream/eddy/udfs/counter/counting"
 	"github.com/eddy-stream/eddy/udfs/countrychange/detector"
@@ -224,15 +224,6 @@ func run(t *testing.T, i *Instance, key string, cmds ...string) []string {
 	return values(c.recs)
 }
 
-func frames(parts ...string) string {
-	var b []byte
-	for _, p := range parts {
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(p)))
-		b = append(b, p...)
-	}
-	return string(b)
-}
-
 func TestKeyedImports(t *testing.T) {
 	e := newTestEngine(t, Config{})
 	var nowMs atomic.Int64
@@ -255,13 +246,13 @@ func TestKeyedImports(t *testing.T) {
 		{"keys are separate", "k2", []string{"g"}, []string{"absent"}},
 		{"value clear", "k1", []string{"c v", "g"}, []string{"absent"}},
 		{"list empty", "k1", []string{"l"}, []string{"absent"}},
-		{"list append", "k1", []string{"a one", "a", "a " + long, "l"}, []string{frames("one", "", long)}},
+		{"list append", "k1", []string{"a one", "a", "a " + long, "l"}, []string{string(testkit.Frames("one", "", long))}},
 		{"list clear", "k1", []string{"c l", "l"}, []string{"absent"}},
 		{"map absent", "k1", []string{"G x", "e"}, []string{"absent", "absent"}},
 		{"map put get", "k1", []string{"P b=2", "P a=1", "P c=" + long, "G a", "G b", "G zz"},
 			[]string{"1", "2", "absent"}},
-		{"map entries in user-key order", "k1", []string{"e"}, []string{frames("a", "1", "b", "2", "c", long)}},
-		{"map delete", "k1", []string{"D b", "G b", "e"}, []string{"absent", frames("a", "1", "c", long)}},
+		{"map entries in user-key order", "k1", []string{"e"}, []string{string(testkit.Frames("a", "1", "b", "2", "c", long))}},
+		{"map delete", "k1", []string{"D b", "G b", "e"}, []string{"absent", string(testkit.Frames("a", "1", "c", long))}},
 		{"map clear", "k1", []string{"c m", "e"}, []string{"absent"}},
 		{"kinds share names without colliding", "k3", []string{"p v", "a l", "P m=m", "c l", "g", "G m"},
 			[]string{"v", "m"}},

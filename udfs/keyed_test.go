@@ -17,6 +17,7 @@ import (
 	"testing"
 
 	"github.com/eddy-stream/eddy/abi"
+	"github.com/eddy-stream/eddy/internal/testkit/keyedhost"
 	"github.com/eddy-stream/eddy/udfs/counter/counting"
 	"github.com/eddy-stream/eddy/udfs/countrychange/detector"
 )
@@ -61,10 +62,10 @@ func TestCounter(t *testing.T) {
 			got := g.run([]byte(`{}`), recs, 1, 3, 17, 64, 100, 500)
 			equalRecords(t, recs, got, native.out)
 			h := g.calls.keyed
-			if want := []declaration{{name: counting.StateName, kind: kindValue}}; !slices.Equal(h.decls, want) {
-				t.Errorf("declared %+v, want %+v", h.decls, want)
+			if want := []keyedhost.Declaration{{Name: counting.StateName, Kind: abi.StateValue}}; !slices.Equal(h.Decls, want) {
+				t.Errorf("declared %+v, want %+v", h.Decls, want)
 			}
-			if got := h.valuesOf(counting.StateName); !maps.EqualFunc(got, native.counts, bytes.Equal) {
+			if got := h.ValuesOf(counting.StateName); !maps.EqualFunc(got, native.counts, bytes.Equal) {
 				t.Errorf("state %q differs from the native one:\n got  %q\n want %q", counting.StateName, got, native.counts)
 			}
 		})
@@ -76,7 +77,7 @@ func TestCounter(t *testing.T) {
 type nativeDetector struct {
 	config  detector.Config
 	state   map[string][]byte
-	timers  map[timerAddr]bool
+	timers  map[keyedhost.Timer]bool
 	out     []abi.Record
 	scratch []byte
 }
@@ -87,7 +88,7 @@ func newNativeDetector(t testing.TB, config string) *nativeDetector {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &nativeDetector{config: c, state: map[string][]byte{}, timers: map[timerAddr]bool{}}
+	return &nativeDetector{config: c, state: map[string][]byte{}, timers: map[keyedhost.Timer]bool{}}
 }
 
 func (n *nativeDetector) process(recs []abi.Record) {
@@ -113,9 +114,9 @@ func (n *nativeDetector) process(recs []abi.Record) {
 		if step.Replace {
 			n.state[key] = detector.AppendLast(nil, detector.Last{Ts: r.Timestamp, Country: txn.Country})
 			if step.HasOld {
-				delete(n.timers, timerAddr{eventTime, key, step.OldTimer})
+				delete(n.timers, keyedhost.Timer{Kind: abi.TimerEventTime, Key: key, Time: step.OldTimer})
 			}
-			n.timers[timerAddr{eventTime, key, step.NewTimer}] = true
+			n.timers[keyedhost.Timer{Kind: abi.TimerEventTime, Key: key, Time: step.NewTimer}] = true
 		}
 	}
 }
@@ -123,14 +124,14 @@ func (n *nativeDetector) process(recs []abi.Record) {
 // advance fires the timers due at wm in (time, key) order, as the test host
 // does.
 func (n *nativeDetector) advance(wm int64) {
-	for _, t := range sortTimers(slices.Collect(maps.Keys(n.timers))) {
-		if t.ts > wm {
+	for _, t := range keyedhost.SortTimers(slices.Collect(maps.Keys(n.timers))) {
+		if t.Time > wm {
 			break
 		}
 		delete(n.timers, t)
-		if stored, ok := n.state[t.key]; ok {
-			if last, _ := detector.DecodeLast(stored); n.config.Expired(last, t.ts) {
-				delete(n.state, t.key)
+		if stored, ok := n.state[t.Key]; ok {
+			if last, _ := detector.DecodeLast(stored); n.config.Expired(last, t.Time) {
+				delete(n.state, t.Key)
 			}
 		}
 	}
@@ -140,10 +141,10 @@ func (n *nativeDetector) advance(wm int64) {
 func (n *nativeDetector) checkSame(t testing.TB, g *guest, when string) {
 	t.Helper()
 	h := g.calls.keyed
-	if got := h.valuesOf(detector.StateName); !maps.EqualFunc(got, n.state, bytes.Equal) {
+	if got := h.ValuesOf(detector.StateName); !maps.EqualFunc(got, n.state, bytes.Equal) {
 		t.Fatalf("%s: state differs from the native one:\n got  %q\n want %q", when, got, n.state)
 	}
-	if got, want := h.pendingTimers(), sortTimers(slices.Collect(maps.Keys(n.timers))); !slices.Equal(got, want) {
+	if got, want := h.PendingTimers(), keyedhost.SortTimers(slices.Collect(maps.Keys(n.timers))); !slices.Equal(got, want) {
 		t.Fatalf("%s: timers differ from the native ones:\n got  %v\n want %v", when, got, want)
 	}
 }
@@ -246,10 +247,12 @@ func TestCountryChange(t *testing.T) {
 				if len(native.out) < 20 || len(g.calls.fired) < 20 {
 					t.Errorf("only %d alerts and %d timers: the data does not exercise the operator", len(native.out), len(g.calls.fired))
 				}
-				if n := len(g.calls.keyed.values); n != 0 {
-					t.Errorf("%d values left after the last watermark", n)
+				for _, d := range g.calls.keyed.Decls {
+					if n := len(g.calls.keyed.ValuesOf(d.Name)); n != 0 {
+						t.Errorf("%d values of %s left after the last watermark", n, d.Name)
+					}
 				}
-				t.Logf("%d alerts, %d timers fired, %d reads retried with a larger buffer", len(native.out), len(g.calls.fired), g.calls.keyed.retries)
+				t.Logf("%d alerts, %d timers fired, %d reads retried with a larger buffer", len(native.out), len(g.calls.fired), g.calls.keyed.Retries)
 			})
 		}
 	}
@@ -331,7 +334,7 @@ func TestCountryChangeScenarios(t *testing.T) {
 					t.Errorf("alerts\n %q\nwant\n %q", alerts, tc.alerts)
 				}
 				state := map[string]int64{}
-				for card, b := range g.calls.keyed.valuesOf(detector.StateName) {
+				for card, b := range g.calls.keyed.ValuesOf(detector.StateName) {
 					last, _ := detector.DecodeLast(b)
 					state[card] = last.Ts
 				}
@@ -339,15 +342,15 @@ func TestCountryChangeScenarios(t *testing.T) {
 					t.Errorf("state %v, want %v", state, tc.state)
 				}
 				var timers []int64
-				for _, tm := range g.calls.keyed.pendingTimers() {
-					timers = append(timers, tm.ts)
+				for _, tm := range g.calls.keyed.PendingTimers() {
+					timers = append(timers, tm.Time)
 				}
 				if !slices.Equal(timers, tc.timers) {
 					t.Errorf("timers %v, want %v", timers, tc.timers)
 				}
 				for i := 1; i < len(g.calls.fired); i++ {
 					a, b := g.calls.fired[i-1], g.calls.fired[i]
-					if a.ts > b.ts {
+					if a.Time > b.Time {
 						t.Errorf("timers fired out of order: %v before %v", a, b)
 					}
 				}
@@ -395,14 +398,14 @@ func TestKeyedFailures(t *testing.T) {
 				recs := []abi.Record{{Key: []byte("A"), Value: value, Timestamp: 5}}
 				batch := abi.AppendBatch(nil, recs)
 				ptr := g.write(batch)
-				g.calls.keyed.keys = keysOf(recs)
-				err := g.status(exportOnTimer, g.call(exportOnTimer, uint64(ptr), uint64(len(batch))))
+				end := g.calls.keyed.Batch(recs)
+				err := g.status(abi.ExportOnTimer, g.call(abi.ExportOnTimer, uint64(ptr), uint64(len(batch))))
+				end()
 				if err == nil || !strings.Contains(err.Error(), "timer batch") {
 					t.Errorf("timer value %v: %v", value, err)
 				}
 			}
-			g.calls.keyed.keys = nil
-			err := g.status(exportOnTimer, g.call(exportOnTimer, 8, 64))
+			err := g.status(abi.ExportOnTimer, g.call(abi.ExportOnTimer, 8, 64))
 			if err == nil || !strings.Contains(err.Error(), "not inside the buffer") {
 				t.Errorf("timer batch outside the input buffer: %v", err)
 			}

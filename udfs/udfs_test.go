@@ -22,6 +22,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/eddy-stream/eddy/abi"
+	"github.com/eddy-stream/eddy/internal/testkit/keyedhost"
 	"github.com/eddy-stream/eddy/udfs/project/projection"
 	"github.com/eddy-stream/eddy/udfs/split/splitter"
 )
@@ -46,7 +47,7 @@ func TestMain(m *testing.M) {
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostEmit), []api.ValueType{i32, i32}, nil).Export(abi.ImportEmit).
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostLog), []api.ValueType{i32, i32, i32}, nil).Export(abi.ImportLog).
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostFail), []api.ValueType{i32, i32}, nil).Export(abi.ImportFail)
-	_, err := exportV2(b).Instantiate(ctx)
+	_, err := keyedhost.Export(b, func(ctx context.Context) *keyedhost.Host { return callsOf(ctx).keyed }).Instantiate(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
@@ -92,8 +93,8 @@ type calls struct {
 	batches  []emitted
 	failures []string
 	logs     []string
-	keyed    *keyedHost
-	fired    []timerAddr // timers handed to eddy_on_timer, in order
+	keyed    *keyedhost.Host
+	fired    []keyedhost.Timer // timers handed to eddy_on_timer, in order
 }
 
 type emitted struct {
@@ -158,7 +159,7 @@ type guest struct {
 
 func newGuest(t testing.TB, name string) *guest {
 	t.Helper()
-	g := &guest{t: t, calls: &calls{keyed: newKeyedHost()}}
+	g := &guest{t: t, calls: &calls{keyed: keyedhost.New()}}
 	g.ctx = context.WithValue(context.Background(), callsKey{}, g.calls)
 	cfg := wazero.NewModuleConfig().WithName("").WithStartFunctions().
 		WithSysWalltime().WithSysNanotime().WithStdout(&g.out).WithStderr(&g.out)
@@ -218,8 +219,7 @@ func (g *guest) status(name string, res []uint64) error {
 func (g *guest) open(config []byte) error {
 	g.t.Helper()
 	ptr := g.write(config)
-	g.calls.keyed.opening = true
-	defer func() { g.calls.keyed.opening = false }()
+	defer g.calls.keyed.Open()()
 	return g.status(abi.ExportOpen, g.call(abi.ExportOpen, uint64(ptr), uint64(len(config))))
 }
 
@@ -227,8 +227,7 @@ func (g *guest) process(recs []abi.Record) error {
 	g.t.Helper()
 	batch := abi.AppendBatch(nil, recs)
 	ptr := g.write(batch)
-	g.calls.keyed.keys = keysOf(recs)
-	defer func() { g.calls.keyed.keys = nil }()
+	defer g.calls.keyed.Batch(recs)()
 	return g.status(abi.ExportProcess, g.call(abi.ExportProcess, uint64(ptr), uint64(len(batch))))
 }
 
@@ -488,8 +487,8 @@ func TestFailures(t *testing.T) {
 // v2Used are the version 2 imports each stateful module must import:
 // exactly those it calls, since both linkers drop the others.
 var v2Used = map[string][]string{
-	"counter":        {importStateDeclare, importStateGet, importStatePut},
-	"country-change": {importStateClear, importStateDeclare, importStateGet, importStatePut, importTimerDelete, importTimerRegister},
+	"counter":        {abi.ImportStateDeclare, abi.ImportStateGet, abi.ImportStatePut},
+	"country-change": {abi.ImportStateClear, abi.ImportStateDeclare, abi.ImportStateGet, abi.ImportStatePut, abi.ImportTimerDelete, abi.ImportTimerRegister},
 }
 
 // TestInterface checks the built modules against the ABI's lists of exports
@@ -516,12 +515,13 @@ func TestInterface(t *testing.T) {
 			switch mod {
 			case abi.WASIModule:
 			case abi.ImportModule:
-				sig, ok := v2Imports[fn]
-				if ok {
-					v2 = append(v2, fn)
-				} else if sig, ok = abi.HostImports[fn]; !ok {
+				sig, ok := abi.HostImports[fn]
+				if !ok {
 					t.Errorf("%s: imports unknown host function %s", name, fn)
 					continue
+				}
+				if abi.ImportVersion(fn) == 2 {
+					v2 = append(v2, fn)
 				}
 				checkSignature(t, name+" import "+fn, def, sig)
 			default:
@@ -544,12 +544,12 @@ func TestInterface(t *testing.T) {
 				checkSignature(t, name+" export "+fn, def, sig)
 			}
 		}
-		def, exported := exports[exportOnTimer]
-		if slices.Contains(v2, importTimerRegister) && !exported {
-			t.Errorf("%s: imports %s but does not export %s", name, importTimerRegister, exportOnTimer)
+		def, exported := exports[abi.ExportOnTimer]
+		if slices.Contains(v2, abi.ImportTimerRegister) && !exported {
+			t.Errorf("%s: imports %s but does not export %s", name, abi.ImportTimerRegister, abi.ExportOnTimer)
 		}
 		if exported {
-			checkSignature(t, name+" export "+exportOnTimer, def, onTimerSignature)
+			checkSignature(t, name+" export "+abi.ExportOnTimer, def, abi.OptionalExports[abi.ExportOnTimer])
 		}
 	}
 }

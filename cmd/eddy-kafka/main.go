@@ -5,9 +5,10 @@
 //	eddy-kafka --ports 9092,9093,9094 --topics payments:4,alerts:1 [--data-dir DIR]
 //	           [--sasl MECHANISM:USER:PASSWORD ...] [--tls-cert FILE --tls-key FILE]
 //
-// It listens on the given 127.0.0.1 ports (one broker node per port),
-// prints "READY addr,addr,..." on stdout once every port accepts
-// connections, and runs until SIGINT or SIGTERM.
+// It listens on the given 127.0.0.1 ports (one broker node per port; 0
+// lets the kernel pick one), prints "READY addr,addr,..." with the bound
+// addresses on stdout once every port accepts connections, and runs until
+// SIGINT or SIGTERM.
 //
 // Without --data-dir everything is in memory and a restart starts empty.
 // With --data-dir the topics, their records, committed offsets, producer
@@ -81,7 +82,7 @@ import (
 
 func main() {
 	var cfg config
-	flag.StringVar(&cfg.ports, "ports", "9092", "comma-separated 127.0.0.1 ports, one broker per port")
+	flag.StringVar(&cfg.ports, "ports", "9092", "comma-separated 127.0.0.1 ports, one broker per port (0: one the kernel picks; READY names it)")
 	flag.StringVar(&cfg.topics, "topics", "", "topics to create, name:partitions,... (partitions default 1)")
 	flag.BoolVar(&cfg.autoCreate, "auto-create-topics", false, "create unknown topics when clients ask for them")
 	flag.StringVar(&cfg.dataDir, "data-dir", "", "keep topics, offsets, groups and transactions in this directory across restarts (default: in memory)")
@@ -119,7 +120,7 @@ func run(cfg config) error {
 			continue
 		}
 		n, err := strconv.Atoi(p)
-		if err != nil || n <= 0 || n > 65535 {
+		if err != nil || n < 0 || n > 65535 {
 			return fmt.Errorf("--ports: bad port %q", p)
 		}
 		ports = append(ports, n)

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eddy-stream/eddy/internal/testkit"
 	"github.com/eddy-stream/eddy/storage"
 	"github.com/eddy-stream/eddy/storage/s3test"
 )
@@ -222,14 +223,14 @@ func BenchmarkRecovery(b *testing.B) {
 			b.Fatal(r.stderr)
 		}
 		id := strings.TrimSpace(r.stdout)
-		eventually(b, time.Minute, "a completed checkpoint", func() bool {
+		testkit.Eventually(b, time.Minute, "a completed checkpoint", func() bool {
 			_, _, st := c.status(b, id)
 			return len(checkpointIDs(st)) > 0
 		})
 		b.StartTimer()
 		start := time.Now()
 		c.workers[1].kill(b)
-		eventually(b, time.Minute, "running again", func() bool {
+		testkit.Eventually(b, time.Minute, "running again", func() bool {
 			state, attempt, st := c.status(b, id)
 			return state == "RUNNING" && attempt >= 2 && !strings.Contains(st, "DEPLOYING")
 		})

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eddy-stream/eddy/internal/testkit"
 	"github.com/eddy-stream/eddy/storage"
 	"github.com/eddy-stream/eddy/storage/s3test"
 )
@@ -74,18 +75,19 @@ func startFT(t *testing.T, env []string, slots int) *ftCluster { return startFTB
 // startFTB is startFT for benchmarks too.
 func startFTB(t testing.TB, env []string, slots int) *ftCluster {
 	t.Helper()
-	c := &ftCluster{dir: t.TempDir(), api: freeAddr(t), env: env, slots: slots}
-	c.coord = startProcEnv(t, c.dir, "c1", env, "coordinator", "--id", "c1", "--api", c.api, "--raft", freeAddr(t),
+	c := &ftCluster{dir: t.TempDir(), env: env, slots: slots}
+	c.coord = startProcEnv(t, c.dir, "c1", env, "coordinator", "--id", "c1", "--api", "127.0.0.1:0", "--raft", "127.0.0.1:0",
 		"--data-dir", filepath.Join(c.dir, "c1"), "--bootstrap",
 		"--heartbeat-interval", "200ms", "--heartbeat-timeout", "2s",
 		"--restart", "fixed", "--restart-delay", "300ms", "--restarts", "50")
-	eventually(t, 20*time.Second, "the coordinator leads", func() bool {
+	c.api = c.coord.addr(t, coordinatorLine)
+	testkit.Eventually(t, 20*time.Second, "the coordinator leads", func() bool {
 		return strings.Contains(eddy(t, "cluster", "info", "--coordinator", c.api).stdout, "LEADER")
 	})
 	for i := range 2 {
 		c.workers = append(c.workers, c.startWorker(t, i))
 	}
-	eventually(t, 30*time.Second, "two workers alive", func() bool {
+	testkit.Eventually(t, 30*time.Second, "two workers alive", func() bool {
 		return strings.Count(eddy(t, "cluster", "info", "--coordinator", c.api).stdout, "ALIVE") == 2
 	})
 	return c
@@ -116,7 +118,7 @@ func (c *ftCluster) status(t testing.TB, id string) (state string, attempt int, 
 
 func (c *ftCluster) waitState(t testing.TB, id string, want string, within time.Duration) (attempt int, out string) {
 	t.Helper()
-	eventually(t, within, "job "+id+" "+want, func() bool {
+	testkit.Eventually(t, within, "job "+id+" "+want, func() bool {
 		var state string
 		state, attempt, out = c.status(t, id)
 		if state == "FAILED" && want != "FAILED" {
@@ -297,7 +299,7 @@ func TestCorruptCheckpointFallsBack(t *testing.T) {
 	}
 	id := strings.TrimSpace(r.stdout)
 	var newest int
-	eventually(t, time.Minute, "two completed checkpoints", func() bool {
+	testkit.Eventually(t, time.Minute, "two completed checkpoints", func() bool {
 		_, _, st := c.status(t, id)
 		ids := checkpointIDs(st)
 		if len(ids) >= 2 {
@@ -369,13 +371,13 @@ func TestCheckpointsSurviveS3Outage(t *testing.T) {
 		t.Fatal(r.stderr)
 	}
 	id := strings.TrimSpace(r.stdout)
-	eventually(t, time.Minute, "a completed checkpoint", func() bool {
+	testkit.Eventually(t, time.Minute, "a completed checkpoint", func() bool {
 		_, _, st := c.status(t, id)
 		return len(checkpointIDs(st)) > 0
 	})
 	s.Stop()
 	var before int
-	eventually(t, time.Minute, "a failed checkpoint while S3 is down", func() bool {
+	testkit.Eventually(t, time.Minute, "a failed checkpoint while S3 is down", func() bool {
 		state, _, st := c.status(t, id)
 		if state != "RUNNING" {
 			t.Fatalf("job %s while S3 is down:\n%s", state, st)
@@ -386,7 +388,7 @@ func TestCheckpointsSurviveS3Outage(t *testing.T) {
 		return regexp.MustCompile(`(?m)^\d+\s+CHECKPOINT\s+FAILED`).MatchString(st)
 	})
 	s.Start()
-	eventually(t, time.Minute, "checkpoints complete again", func() bool {
+	testkit.Eventually(t, time.Minute, "checkpoints complete again", func() bool {
 		_, _, st := c.status(t, id)
 		for _, x := range checkpointIDs(st) {
 			if x > before {

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/eddy-stream/eddy/internal/testkit"
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
 )
 
@@ -71,13 +72,13 @@ func TestSubmitAndStatusCLI(t *testing.T) {
 		t.Skip("starts a standalone process")
 	}
 	dir := t.TempDir()
-	api := freeAddr(t)
-	startProc(t, dir, "standalone", "standalone", "--api", api, "--data-dir", filepath.Join(dir, "data"), "--slots", "1")
+	standalone := startProc(t, dir, "standalone", "standalone", "--api", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--slots", "1")
+	api := standalone.addr(t, standaloneLine)
 	cli := func(args ...string) result {
 		t.Helper()
 		return eddy(t, append(args, "--coordinator", api)...)
 	}
-	eventually(t, 30*time.Second, "the standalone worker", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the standalone worker", func() bool {
 		return strings.Contains(cli("cluster", "info").stdout, "ALIVE")
 	})
 	// Two tasks, one slot: the jobs wait.

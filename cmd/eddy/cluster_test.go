@@ -2,7 +2,6 @@ package main
 
 import (
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/eddy-stream/eddy/internal/testkit"
 )
 
 // The cluster tests run real eddy processes on 127.0.0.1: three
@@ -75,28 +76,27 @@ func tail(s string, n int) string {
 	return s
 }
 
-// freeAddr returns a 127.0.0.1 address with a port that was free a moment
-// ago.
-func freeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+// The lines in which a server says where it listens, once it serves: the
+// tests start every server on port 0 and read the addresses it bound.
+var (
+	coordinatorLine = regexp.MustCompile(`(?m)^coordinator \S+ serving on (\S+) \(raft \S+\)\n`)
+	standaloneLine  = regexp.MustCompile(`(?m)^standalone: coordinator on (\S+), worker with \d+ slots, data exchange on \S+\n`)
+)
 
-// eventually polls cond until it holds or the deadline passes.
-func eventually(t testing.TB, within time.Duration, what string, cond func() bool) {
+// addr waits until p has printed a line that re matches and returns the
+// line's first submatch: the address p bound.
+func (p *proc) addr(t testing.TB, re *regexp.Regexp) string {
 	t.Helper()
-	deadline := time.Now().Add(within)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s", what, within)
+	var m []string
+	testkit.Eventually(t, 30*time.Second, p.name+" to say where it listens", func() bool {
+		b, err := os.ReadFile(p.log)
+		if err != nil {
+			t.Fatal(err)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		m = re.FindStringSubmatch(string(b))
+		return m != nil
+	})
+	return m[1]
 }
 
 // cluster is three coordinators and two workers.
@@ -113,23 +113,23 @@ func startCluster(t testing.TB, slots int) *cluster {
 	blobs := filepath.Join(c.dir, "blobs")
 	hb := []string{"--heartbeat-interval", "200ms", "--heartbeat-timeout", "5s", "--restart", "fixed", "--restart-delay", "500ms"}
 	for i := range 3 {
-		api, raft := freeAddr(t), freeAddr(t)
-		args := append([]string{"coordinator", "--id", fmt.Sprintf("c%d", i+1), "--api", api, "--raft", raft,
+		args := append([]string{"coordinator", "--id", fmt.Sprintf("c%d", i+1), "--api", "127.0.0.1:0", "--raft", "127.0.0.1:0",
 			"--data-dir", filepath.Join(c.dir, fmt.Sprintf("c%d", i+1)), "--blobs", blobs}, hb...)
 		if i == 0 {
 			args = append(args, "--bootstrap")
 		} else {
 			args = append(args, "--join", c.apis[0])
 		}
-		c.apis = append(c.apis, api)
-		c.coords = append(c.coords, startProc(t, c.dir, fmt.Sprintf("c%d", i+1), args...))
+		p := startProc(t, c.dir, fmt.Sprintf("c%d", i+1), args...)
+		c.coords = append(c.coords, p)
+		c.apis = append(c.apis, p.addr(t, coordinatorLine))
 		if i == 0 {
-			eventually(t, 20*time.Second, "the first coordinator leads", func() bool {
+			testkit.Eventually(t, 20*time.Second, "the first coordinator leads", func() bool {
 				return strings.Contains(c.eddyOK(t, "cluster info").stdout, "LEADER")
 			})
 		}
 	}
-	eventually(t, 30*time.Second, "three coordinators", func() bool {
+	testkit.Eventually(t, 30*time.Second, "three coordinators", func() bool {
 		return strings.Count(c.eddyOK(t, "cluster info").stdout, "FOLLOWER") == 2
 	})
 	for i := range 2 {
@@ -137,7 +137,7 @@ func startCluster(t testing.TB, slots int) *cluster {
 			"--coordinator", strings.Join(c.apis, ","), "--slots", strconv.Itoa(slots),
 			"--data-dir", filepath.Join(c.dir, fmt.Sprintf("w%d", i+1))))
 	}
-	eventually(t, 30*time.Second, "two workers alive", func() bool {
+	testkit.Eventually(t, 30*time.Second, "two workers alive", func() bool {
 		return strings.Count(c.eddyOK(t, "cluster info").stdout, "ALIVE") == 2
 	})
 	return c
@@ -194,7 +194,7 @@ func (c *cluster) jobState(t testing.TB, id string) (string, int, string) {
 func (c *cluster) waitFinished(t testing.TB, id string, within time.Duration) (attempt int) {
 	t.Helper()
 	var last string
-	eventually(t, within, "job "+id+" finished", func() bool {
+	testkit.Eventually(t, within, "job "+id+" finished", func() bool {
 		var state string
 		state, attempt, last = c.jobState(t, id)
 		if state == "FAILED" || state == "CANCELED" {
@@ -322,11 +322,11 @@ func TestCluster(t *testing.T) {
 	})
 	t.Run("leader killed", func(t *testing.T) {
 		id, out := submit(t, 8000) // 5 s of input
-		eventually(t, 20*time.Second, "job running", func() bool { s, _, _ := c.jobState(t, id); return s == "RUNNING" })
+		testkit.Eventually(t, 20*time.Second, "job running", func() bool { s, _, _ := c.jobState(t, id); return s == "RUNNING" })
 		l := c.leader(t)
 		c.coords[l].kill(t)
 		start := time.Now()
-		eventually(t, 20*time.Second, "a new leader", func() bool {
+		testkit.Eventually(t, 20*time.Second, "a new leader", func() bool {
 			r := c.eddyOK(t, "cluster info")
 			return r.code == 0 && strings.Contains(r.stdout, "LEADER")
 		})
@@ -345,7 +345,7 @@ func TestCluster(t *testing.T) {
 	})
 	t.Run("worker killed", func(t *testing.T) {
 		id, out := submit(t, 8000)
-		eventually(t, 20*time.Second, "job running", func() bool { s, _, _ := c.jobState(t, id); return s == "RUNNING" })
+		testkit.Eventually(t, 20*time.Second, "job running", func() bool { s, _, _ := c.jobState(t, id); return s == "RUNNING" })
 		time.Sleep(time.Second) // mid-job: the scenario itself, not a wait for a condition
 		c.workers[1].kill(t)
 		attempt := c.waitFinished(t, id, 2*time.Minute)

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/eddy-stream/eddy/connectors/kafka/kafkatest"
+	"github.com/eddy-stream/eddy/internal/testkit"
 )
 
 // TestKafkaFraudExample runs the Kafka example of the README as a user
@@ -57,7 +58,7 @@ func TestKafkaFraudExample(t *testing.T) {
 
 	job, exited := startBackground(t, dir, "kafka-fraud", "run", fraud)
 	var got []string
-	eventually(t, 2*time.Minute, "all alerts committed to the topic alerts", func() bool {
+	testkit.Eventually(t, 2*time.Minute, "all alerts committed to the topic alerts", func() bool {
 		select {
 		case err := <-exited:
 			t.Fatalf("eddy run kafka-fraud.yaml ended on its own: %v", err)

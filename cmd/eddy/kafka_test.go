@@ -5,13 +5,16 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/eddy-stream/eddy/connectors/kafka/kafkatest"
+	"github.com/eddy-stream/eddy/internal/testkit"
 )
 
 // The Kafka end-to-end tests: a real broker process (cmd/eddy-kafka), input
@@ -21,13 +24,18 @@ import (
 // the output read with isolation.level=read_committed must be, for every
 // card with n transactions, the counts 1..n once each.
 
+// kafkaGroup is the group to which the job's sources commit the offsets of
+// every completed checkpoint: in Kafka, it shows how far the job's
+// checkpoints have read.
+const kafkaGroup = "eddy-e2e"
+
 const kafkaJob = `name: kafka-eos
 parallelism: 2
 checkpoint: {interval: 300ms, timeout: 5s, storage: "file://$OUT/checkpoints"}
 nodes:
   - name: txns
     parallelism: 2
-    source: {kafka: {brokers: [BROKERS], topics: [txns], start: earliest}}
+    source: {kafka: {brokers: [BROKERS], topics: [txns], start: earliest, group: ` + kafkaGroup + `}}
   - name: counts
     input: txns
     key_by: card
@@ -125,23 +133,48 @@ func (f *kafkaFixture) produceOver(t *testing.T, chunks, size int, gap time.Dura
 	}
 }
 
-// waitOutput reads the output until it has want's length (or the time is
-// up), lets two more checkpoints pass, and compares it with want: equal
-// for exactly-once; for at-least-once, every record of want at least
-// once and nothing else.
-func (f *kafkaFixture) waitOutput(t *testing.T, want []string, within time.Duration, exact bool) {
+// waitOutput waits until the job's committed output can change no more
+// and compares it with want: equal for exactly-once; for at-least-once,
+// every record of want at least once and nothing else. The output is final
+// once
+//   - the job runs at one attempt and has completed a checkpoint triggered
+//     after the test saw that attempt run: no restart is pending (the tasks
+//     of a killed worker acknowledge nothing), so nothing will be replayed;
+//   - its sources committed the end of every partition of txns to
+//     kafkaGroup: a completed checkpoint covers the whole input, so every
+//     output record was flushed (at-least-once) or is in a transaction a
+//     checkpoint staged (exactly-once);
+//   - no transaction holds records of counts open (on every partition the
+//     last stable offset is the high watermark): what was staged is
+//     committed.
+func (f *kafkaFixture) waitOutput(t *testing.T, id string, want []string, within time.Duration, exact bool) {
 	t.Helper()
-	var got []string
-	deadline := time.Now().Add(within)
-	for {
-		got = f.br.ReadCommitted(t, "counts", "%s")
-		if len(got) >= len(want) || time.Now().After(deadline) {
-			break
+	attempt, since := 0, int64(0) // the attempt seen running, the newest checkpoint then
+	testkit.Eventually(t, within, "the job's output in Kafka to be final", func() bool {
+		state, a, st := f.c.status(t, id)
+		switch {
+		case state != "RUNNING":
+			attempt = 0
+			return false
+		case a != attempt:
+			attempt, since = a, newestCheckpoint(st)
+			return false
+		case !checkpointCompletedAfter(st, since):
+			return false
 		}
-		time.Sleep(500 * time.Millisecond)
-	}
-	time.Sleep(time.Second) // later commits would show duplicates
-	got = f.br.ReadCommitted(t, "counts", "%s")
+		for _, o := range f.br.Offsets(t, "txns", kafkaGroup) {
+			if o.Committed != o.HighWatermark {
+				return false
+			}
+		}
+		for _, o := range f.br.Offsets(t, "counts", "") {
+			if o.LastStable != o.HighWatermark {
+				return false
+			}
+		}
+		return true
+	})
+	got := f.br.ReadCommitted(t, "counts", "%s")
 	slices.Sort(got)
 	if !exact {
 		dups := len(got)
@@ -153,6 +186,30 @@ func (f *kafkaFixture) waitOutput(t *testing.T, want []string, within time.Durat
 		t.Fatalf("read_committed output has %d records, want %d: %d missing (e.g. %q), %d extra (e.g. %q)",
 			len(got), len(want), len(missing), missing[:min(3, len(missing))], len(extra), extra[:min(3, len(extra))])
 	}
+}
+
+var checkpointRow = regexp.MustCompile(`(?m)^(\d+)\s+(?:CHECKPOINT|SAVEPOINT)\s+(\w+)`)
+
+// newestCheckpoint is the id of the newest checkpoint or savepoint that
+// `job status` lists, in any state; 0 if none.
+func newestCheckpoint(status string) int64 {
+	var newest int64
+	for _, m := range checkpointRow.FindAllStringSubmatch(status, -1) {
+		id, _ := strconv.ParseInt(m[1], 10, 64)
+		newest = max(newest, id)
+	}
+	return newest
+}
+
+// checkpointCompletedAfter reports whether `job status` lists a completed
+// checkpoint or savepoint newer than id.
+func checkpointCompletedAfter(status string, id int64) bool {
+	for _, m := range checkpointRow.FindAllStringSubmatch(status, -1) {
+		if n, _ := strconv.ParseInt(m[1], 10, 64); n > id && m[2] == "COMPLETED" {
+			return true
+		}
+	}
+	return false
 }
 
 // pendingByTask reads the PENDING column of `job status`, by task.
@@ -208,7 +265,7 @@ func TestKafkaUnderKills(t *testing.T) {
 				f.c.workers[w] = f.c.startWorker(t, w)
 			}
 			want := expectedCounts(wait())
-			f.waitOutput(t, want, 2*time.Minute, delivery == "exactly_once")
+			f.waitOutput(t, id, want, 2*time.Minute, delivery == "exactly_once")
 			state, attempt, st := f.c.status(t, id)
 			t.Logf("3 kills: %s at attempt %d, %d checkpoints completed (of the recent ones listed)", state, attempt, completedCheckpoints(st))
 			if attempt < 2 {
@@ -253,7 +310,7 @@ func TestKafkaSavepointRescale(t *testing.T) {
 		t.Fatalf("submit from savepoint: %s", r.stderr)
 	}
 	id3 := strings.TrimSpace(r.stdout)
-	f.waitOutput(t, expectedCounts(wait()), 2*time.Minute, true)
+	f.waitOutput(t, id3, expectedCounts(wait()), 2*time.Minute, true)
 	if r := f.c.client(t, "job", "cancel", id3); r.code != 0 {
 		t.Fatal(r.stderr)
 	}
@@ -275,28 +332,33 @@ func TestKafkaBrokerOutages(t *testing.T) {
 	f := startKafkaFixture(t, "exactly_once")
 	f.br.Stop()
 	id := f.submit(t)
-	time.Sleep(3 * time.Second)
+	// The job's tasks keep trying to reach the broker (their connections
+	// are refused, or here hung up on) and the job has not failed.
+	f.br.AwaitDials(t, 8)
 	if state, _, st := f.c.status(t, id); state == "FAILED" {
 		t.Fatalf("job failed while the broker was down:\n%s", st)
 	}
 	f.br.Start()
 	first := f.produceOver(t, 10, 500, 200*time.Millisecond)()
 	f.c.waitState(t, id, "RUNNING", time.Minute)
-	time.Sleep(500 * time.Millisecond)
+	// The outage comes while the job works: some of its output committed.
+	testkit.Eventually(t, time.Minute, "output committed before the outage", func() bool {
+		return len(f.br.ReadCommitted(t, "counts", "%s")) > 0
+	})
 	f.br.Stop()
-	time.Sleep(2 * time.Second)
+	f.br.AwaitDials(t, 8) // the job's clients retry against the stopped broker
 	f.br.Start()
 	lines, second := kafkaInput(5000, 300, 5000)
 	f.br.Produce(t, "txns", lines, true)
 	for c, n := range second {
 		first[c] += n
 	}
-	f.waitOutput(t, expectedCounts(first), 2*time.Minute, true)
+	f.waitOutput(t, id, expectedCounts(first), 2*time.Minute, true)
 	state, attempt, _ := f.c.status(t, id)
 	t.Logf("after the outages: %s at attempt %d", state, attempt)
 	// Everything read: `job status` shows no pending records for the
 	// source tasks (and "-" for the others, which have no source).
-	eventually(t, 10*time.Second, "the sources' pending records at 0", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the sources' pending records at 0", func() bool {
 		_, _, st := f.c.status(t, id)
 		p := pendingByTask(st)
 		return p["txns[0]"] == "0" && p["txns[1]"] == "0" && p["counts[0]"] == "-"

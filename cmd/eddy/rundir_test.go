@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/eddy-stream/eddy/internal/testkit"
 )
 
 // foreverJob runs until it is interrupted, slowly.
@@ -41,10 +43,10 @@ func TestRunRemovesStaleDirs(t *testing.T) {
 	}
 
 	startProcEnv(t, logs, "live", env, "run", forever)
-	eventually(t, 30*time.Second, "the live run's directory", func() bool { return len(started()) == 1 })
+	testkit.Eventually(t, 30*time.Second, "the live run's directory", func() bool { return len(started()) == 1 })
 	live := started()[0]
 	killed := startProcEnv(t, logs, "killed", env, "run", forever)
-	eventually(t, 30*time.Second, "the second run's directory", func() bool { return len(started()) == 2 })
+	testkit.Eventually(t, 30*time.Second, "the second run's directory", func() bool { return len(started()) == 2 })
 	stale := started()[slices.IndexFunc(started(), func(d string) bool { return d != live })]
 	killed.kill(t) // SIGKILL: no clean-up
 	if _, err := os.Stat(stale); err != nil {

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/eddy-stream/eddy/internal/testkit"
 )
 
 const checkpointedJob = `name: counted
@@ -38,14 +40,14 @@ func TestSavepointCLI(t *testing.T) {
 		t.Skip("starts a standalone process")
 	}
 	dir := t.TempDir()
-	api := freeAddr(t)
 	data := filepath.Join(dir, "data")
-	startProc(t, dir, "standalone", "standalone", "--api", api, "--data-dir", data, "--restart", "fixed", "--restart-delay", "200ms")
+	standalone := startProc(t, dir, "standalone", "standalone", "--api", "127.0.0.1:0", "--data-dir", data, "--restart", "fixed", "--restart-delay", "200ms")
+	api := standalone.addr(t, standaloneLine)
 	cli := func(args ...string) result {
 		t.Helper()
 		return eddy(t, append(args, "--coordinator", api)...)
 	}
-	eventually(t, 30*time.Second, "the standalone worker", func() bool {
+	testkit.Eventually(t, 30*time.Second, "the standalone worker", func() bool {
 		return strings.Contains(cli("cluster", "info").stdout, "ALIVE")
 	})
 	spec, _ := inlineSpec(t, checkpointedJob)
@@ -55,7 +57,7 @@ func TestSavepointCLI(t *testing.T) {
 	}
 	id := strings.TrimSpace(r.stdout)
 	completed := regexp.MustCompile(`(?m)^\d+\s+CHECKPOINT\s+COMPLETED\s+\d+ms\s+\d+\s+\d+\s+tenants/default/jobs/` + id + `/chk/\d+/_manifest.json`)
-	eventually(t, 30*time.Second, "a completed checkpoint in job status", func() bool {
+	testkit.Eventually(t, 30*time.Second, "a completed checkpoint in job status", func() bool {
 		return completed.MatchString(cli("job", "status", id).stdout)
 	})
 
@@ -67,7 +69,7 @@ func TestSavepointCLI(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(data, "checkpoints", filepath.FromSlash(path), "_manifest.json")); err != nil {
 		t.Fatalf("savepoint manifest: %v", err)
 	}
-	eventually(t, 10*time.Second, "the job canceled", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the job canceled", func() bool {
 		return strings.Contains(cli("job", "status", id).stdout, "CANCELED")
 	})
 	if st := cli("job", "status", id).stdout; !regexp.MustCompile(`(?m)^\d+\s+SAVEPOINT\s+COMPLETED.*` + regexp.QuoteMeta(path)).MatchString(st) {
@@ -84,7 +86,7 @@ func TestSavepointCLI(t *testing.T) {
 	}
 	next := strings.TrimSpace(r.stdout)
 	var last string
-	eventually(t, time.Minute, "the job started from the savepoint to finish", func() bool {
+	testkit.Eventually(t, time.Minute, "the job started from the savepoint to finish", func() bool {
 		last = cli("job", "status", next).stdout
 		if strings.Contains(last, "FAILED,") || strings.Contains(last, "CANCELED,") {
 			t.Fatalf("job from the savepoint:\n%s", last)

@@ -40,7 +40,7 @@ type coordinatorFlags struct {
 func (c *coordinatorFlags) register(fs *flag.FlagSet, standalone bool) {
 	c.cfg = coordinator.DefaultConfig()
 	fs.StringVar(&c.cfg.NodeID, "id", "c1", "this coordinator's name in the Raft group")
-	fs.StringVar(&c.cfg.APIAddr, "api", c.cfg.APIAddr, "gRPC listen address for clients and workers")
+	fs.StringVar(&c.cfg.APIAddr, "api", c.cfg.APIAddr, "gRPC listen address for clients and workers (port 0: one the kernel picks; printed once serving)")
 	fs.StringVar(&c.cfg.APIAdvertiseAddr, "advertise", "", "API address others dial, if not --api")
 	fs.StringVar(&c.blobs, "blobs", "", "directory of the module store, shared by every coordinator (default DATA-DIR/blobs)")
 	fs.StringVar(&c.checkpoints, "checkpoints", "", "checkpoint storage of jobs whose spec names none, file:///dir or s3://bucket/prefix, reached by every coordinator and worker (default file://DATA-DIR/checkpoints)")
@@ -50,7 +50,7 @@ func (c *coordinatorFlags) register(fs *flag.FlagSet, standalone bool) {
 	fs.DurationVar(&c.delay, "restart-delay", c.cfg.Restart.Delay, "delay before a restart (the first, for exponential)")
 	fs.IntVar(&c.restarts, "restarts", c.cfg.Restart.MaxAttempts, "restarts of a job before it fails")
 	if !standalone {
-		fs.StringVar(&c.cfg.Raft.BindAddr, "raft", c.cfg.Raft.BindAddr, "Raft listen address")
+		fs.StringVar(&c.cfg.Raft.BindAddr, "raft", c.cfg.Raft.BindAddr, "Raft listen address (port 0 as for --api; a member that restarts needs a fixed one)")
 		fs.BoolVar(&c.cfg.Raft.Bootstrap, "bootstrap", false, "form a new group with this member (the first coordinator)")
 		fs.StringVar(&c.cfg.Join, "join", "", "API address of a member of an existing group to join")
 	}
@@ -236,6 +236,8 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) error {
 	if err := s.coord.Start(ctx); err != nil {
 		return err
 	}
+	// The addresses bound, also for port 0: what a script (or the tests)
+	// reads to reach a coordinator started on ports the kernel picked.
 	fmt.Fprintf(stdout, "coordinator %s serving on %s (raft %s)\n", cf.cfg.NodeID, s.coord.Addr(), s.coord.RaftAddr())
 	waitSignal()
 	return nil
@@ -318,7 +320,7 @@ func cmdStandalone(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer s.stop()
-	fmt.Fprintf(stdout, "standalone: coordinator on %s, worker with %d slots\n", s.coord.Addr(), wf.cfg.Slots)
+	fmt.Fprintf(stdout, "standalone: coordinator on %s, worker with %d slots, data exchange on %s\n", s.coord.Addr(), wf.cfg.Slots, s.worker.Addr())
 	waitSignal()
 	return nil
 }

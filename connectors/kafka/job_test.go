@@ -20,6 +20,7 @@ import (
 	"github.com/eddy-stream/eddy/connectors/kafka/kafkatest"
 	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/internal/testkit"
 	"github.com/eddy-stream/eddy/storage"
 )
 
@@ -140,24 +141,19 @@ func startJob(t *testing.T, yaml string, reg connectors.Registry, cp *dataflow.C
 // waitLines waits until out holds n lines and returns them sorted.
 func waitLines(t *testing.T, out *syncBuffer, run *dataflow.Running, n int) []string {
 	t.Helper()
-	deadline := time.Now().Add(30 * time.Second)
-	for {
-		lines := strings.Fields(out.String())
-		if len(lines) >= n {
-			sort.Strings(lines)
-			return lines
-		}
+	var lines []string
+	testkit.Eventually(t, 30*time.Second, fmt.Sprintf("%d lines", n), func() bool {
+		lines = strings.Fields(out.String())
 		select {
 		case <-run.Done():
 			_, err := run.Wait()
 			t.Fatalf("job ended with %d of %d lines: %v", len(lines), n, err)
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d lines within 30s", len(lines), n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return len(lines) >= n
+	})
+	sort.Strings(lines)
+	return lines
 }
 
 // TestJobCommitsCheckpointToGroup: a checkpointing job whose Kafka
@@ -230,14 +226,9 @@ nodes:
 		t.Fatalf("group has offsets %v before a checkpoint completed", got)
 	}
 	run.Complete(1)
-	deadline := time.Now().Add(20 * time.Second)
-	for got := ""; got != want; {
-		got = fmt.Sprint(groupOffsets(t, br.Addrs(), "g", "tx", 2))
-		if time.Now().After(deadline) {
-			t.Fatalf("group offsets %s, want checkpoint 1's %s", got, want)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(t, 20*time.Second, "the group offsets to be checkpoint 1's "+want, func() bool {
+		return fmt.Sprint(groupOffsets(t, br.Addrs(), "g", "tx", 2)) == want
+	})
 
 	// A second job from the group reads what came after checkpoint 1.
 	out2 := &syncBuffer{}
@@ -321,18 +312,20 @@ nodes:
 		}
 		return 0
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for watermark() == math.MinInt64 {
-		if time.Now().After(deadline) {
-			t.Fatalf("no watermark within 30s (%d records read)", records())
+	defer func() { // also when Eventually fails the test
+		if t.Failed() {
+			t.Logf("%d records read", records())
 		}
+	}()
+	deadline := time.Now().Add(30 * time.Second)
+	testkit.Eventually(t, time.Until(deadline), "a watermark", func() bool {
 		select {
 		case <-run.Done():
 			t.Fatal("the job ended")
 		default:
 		}
-		time.Sleep(2 * time.Millisecond)
-	}
+		return watermark() != math.MinInt64
+	})
 	if d := time.Since(start); d < idle {
 		t.Fatalf("the watermark advanced %v after the start, before partition 1 was idle (%v)", d, idle)
 	}
@@ -344,10 +337,7 @@ nodes:
 		t.Fatalf("watermark %d outside [%d, %d]", first, baseTime.UnixMilli()-1, top-1)
 	}
 	// Partition 0 drives it on.
-	for watermark() < first+3000 {
-		if time.Now().After(deadline) {
-			t.Fatalf("watermark stuck at %d", watermark())
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.Eventually(t, time.Until(deadline), fmt.Sprintf("the watermark past %d", first+3000), func() bool {
+		return watermark() >= first+3000
+	})
 }

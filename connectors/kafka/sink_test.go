@@ -230,11 +230,9 @@ func TestSinkUnreachableBroker(t *testing.T) {
 	s, err = kafka.NewSink(kafka.SinkConfig{Brokers: br.Addrs(), Topic: "out"})
 	must(t, err)
 	defer s.Close()
-	up := make(chan error, 1)
-	go func() {
-		time.Sleep(time.Second)
-		up <- br.TryStart()
-	}()
-	must(t, s.Open(context.Background(), stream.TaskInfo{Job: "j", Node: "out", Parallelism: 1}))
-	must(t, <-up)
+	opened := make(chan error, 1)
+	go func() { opened <- s.Open(context.Background(), stream.TaskInfo{Job: "j", Node: "out", Parallelism: 1}) }()
+	br.AwaitDials(t, 2) // Open tried and tries again
+	br.Start()
+	must(t, <-opened)
 }

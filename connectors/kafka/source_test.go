@@ -273,16 +273,12 @@ func TestSourceUnreachableBrokerTimesOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer src2.Close()
-	started := make(chan error, 1)
-	go func() {
-		time.Sleep(time.Second)
-		started <- br.TryStart()
-	}()
-	if err := src2.Open(context.Background(), stream.TaskInfo{}); err != nil {
+	opened := make(chan error, 1)
+	go func() { opened <- src2.Open(context.Background(), stream.TaskInfo{}) }()
+	br.AwaitDials(t, 2) // Open tried and tries again
+	br.Start()
+	if err := <-opened; err != nil {
 		t.Fatalf("open while the broker starts: %v", err)
-	}
-	if err := <-started; err != nil {
-		t.Fatal(err)
 	}
 }
 

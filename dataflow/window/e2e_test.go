@@ -1,7 +1,6 @@
 package window_test
 
 import (
-	"bufio"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -9,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,6 +18,7 @@ import (
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/dataflow/window"
+	"github.com/eddy-stream/eddy/internal/testkit"
 	"github.com/eddy-stream/eddy/state"
 )
 
@@ -368,13 +367,13 @@ func runJob(t *testing.T, c e2eCase, bk backend) (*jobspec.Spec, map[winKey][]ag
 		t.Fatal(err)
 	}
 	results := map[winKey][]agg{}
-	lines := readLines(t, filepath.Join(dir, "out.jsonl"))
+	lines := testkit.ReadLines(t, filepath.Join(dir, "out.jsonl"))
 	if c.wasm != nil {
 		for _, a := range c.wasm.parse(t, lines) {
 			w := winKey{a.Key, a.Start, a.End}
 			results[w] = append(results[w], a)
 		}
-		return spec, results, readLines(t, filepath.Join(dir, "late.jsonl"))
+		return spec, results, testkit.ReadLines(t, filepath.Join(dir, "late.jsonl"))
 	}
 	for _, line := range lines {
 		var a agg
@@ -384,32 +383,7 @@ func runJob(t *testing.T, c e2eCase, bk backend) (*jobspec.Spec, map[winKey][]ag
 		w := winKey{a.Key, a.Start, a.End}
 		results[w] = append(results[w], a)
 	}
-	return spec, results, readLines(t, filepath.Join(dir, "late.jsonl"))
-}
-
-// readLines reads a file sink's output: path, or its parts when parallel.
-func readLines(t *testing.T, path string) []string {
-	t.Helper()
-	files, err := filepath.Glob(path + "*")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lines []string
-	for _, name := range files {
-		f, err := os.Open(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			lines = append(lines, sc.Text())
-		}
-		f.Close()
-		if err := sc.Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return lines
+	return spec, results, testkit.ReadLines(t, filepath.Join(dir, "late.jsonl"))
 }
 
 // TestEndToEndExact runs jobs whose source is one subtask, so that every

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/eddy-stream/eddy/dataflow/checkpoint"
+	"github.com/eddy-stream/eddy/internal/testkit"
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
 	"github.com/eddy-stream/eddy/scheduler/fsm"
 	"github.com/eddy-stream/eddy/storage"
@@ -40,7 +41,7 @@ nodes:
 // storage is a fresh directory, and opens that storage as workers would.
 func startWithCheckpoints(t *testing.T) (*Coordinator, eddyv1.ControlClient, storage.Store) {
 	t.Helper()
-	cfg := testConfig(t, testLogger(t), "c1", defaultOpts())
+	cfg := testConfig(t, testkit.Logger(t), "c1", defaultOpts())
 	cfg.Raft.Bootstrap = true
 	cfg.CheckpointStorage = "file://" + t.TempDir()
 	c := startCoordinator(t, cfg, NewMemStore())
@@ -199,7 +200,7 @@ func TestCheckpointsInProcess(t *testing.T) {
 	}
 
 	// Checkpoints complete and are announced; the oldest go.
-	waitFor(t, 20*time.Second, "four completed checkpoints, announced to the worker", func() bool {
+	testkit.Eventually(t, 20*time.Second, "four completed checkpoints, announced to the worker", func() bool {
 		j := fsmJob()
 		latest, ok := j.LatestCompleted()
 		return ok && latest.ID >= 4 && w.completedCheckpoint(job, 1) >= 4
@@ -220,7 +221,7 @@ func TestCheckpointsInProcess(t *testing.T) {
 	}
 	// Retention: the directories and state files of all but the latest two
 	// go; t0's one state file, referenced by every checkpoint, stays.
-	waitFor(t, 20*time.Second, "old checkpoint files to be deleted", func() bool {
+	testkit.Eventually(t, 20*time.Second, "old checkpoint files to be deleted", func() bool {
 		j := fsmJob()
 		return len(j.CheckpointsToDelete) == 0 && len(chkDirs(t, st, job)) <= 3 && len(keysUnder(t, st, prefix+"/shared/")) <= 4
 	})
@@ -228,7 +229,7 @@ func TestCheckpointsInProcess(t *testing.T) {
 	// ended, the completed checkpoints stay as they are.
 	snap.paused.Store(true)
 	pausedAt := fsmJob().CheckpointSeq
-	waitFor(t, 20*time.Second, "the checkpoints to settle", func() bool {
+	testkit.Eventually(t, 20*time.Second, "the checkpoints to settle", func() bool {
 		j := fsmJob()
 		return (j.PendingCheckpoint == nil || j.PendingCheckpoint.ID > pausedAt) && len(j.CheckpointsToDelete) == 0
 	})
@@ -255,13 +256,13 @@ func TestCheckpointsInProcess(t *testing.T) {
 
 	// A task fails: attempt 2 restores from the latest checkpoint.
 	w.setState(job, 1, failed, "boom")
-	waitFor(t, 10*time.Second, "attempt 2 to be deployed", func() bool { return w.lastDeployment(job).GetAttempt() == 2 })
+	testkit.Eventually(t, 10*time.Second, "attempt 2 to be deployed", func() bool { return w.lastDeployment(job).GetAttempt() == 2 })
 	if got, want := w.lastDeployment(job).GetRestoreFrom(), checkpoint.ManifestKey(prefix, int64(retained[1])); got != want {
 		t.Fatalf("attempt 2 restores from %q, want %q", got, want)
 	}
 	// It cannot read it: attempt 3 restores from the one before.
 	w.failRestore(job, 2, retained[1], fmt.Sprintf("task t1: restore checkpoint %d: storage: not found: %s/chk/%d/t1.json", retained[1], prefix, retained[1]))
-	waitFor(t, 10*time.Second, "attempt 3 to be deployed", func() bool { return w.lastDeployment(job).GetAttempt() == 3 })
+	testkit.Eventually(t, 10*time.Second, "attempt 3 to be deployed", func() bool { return w.lastDeployment(job).GetAttempt() == 3 })
 	if got, want := w.lastDeployment(job).GetRestoreFrom(), checkpoint.ManifestKey(prefix, int64(retained[0])); got != want {
 		t.Fatalf("attempt 3 restores from %q, want %q", got, want)
 	}
@@ -323,7 +324,7 @@ func TestCheckpointsInProcess(t *testing.T) {
 		t.Fatalf("savepoint files %v", keys)
 	}
 	// The checkpoint files it was copied from go; status lists it.
-	waitFor(t, 10*time.Second, "the savepoint's source files to be deleted", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the savepoint's source files to be deleted", func() bool {
 		return !slices.Contains(chkDirs(t, st, job), fmt.Sprint(sp.GetCheckpointId()))
 	})
 	if cps := jobStatusOf(t, cl, job).GetCheckpoints(); !slices.ContainsFunc(cps, func(ci *eddyv1.CheckpointInfo) bool {
@@ -353,7 +354,7 @@ func TestCheckpointsInProcess(t *testing.T) {
 	if nj, err := c.FSM().FindJob(next.GetJobId()); err != nil || nj.CheckpointSeq != stop.GetCheckpointId() {
 		t.Fatalf("the new job's checkpoint ids start after %d, want after the savepoint's %d (%v)", nj.CheckpointSeq, stop.GetCheckpointId(), err)
 	}
-	waitFor(t, 10*time.Second, "the new job to be deployed", func() bool { return w.lastDeployment(next.GetJobId()) != nil })
+	testkit.Eventually(t, 10*time.Second, "the new job to be deployed", func() bool { return w.lastDeployment(next.GetJobId()) != nil })
 	if got := w.lastDeployment(next.GetJobId()).GetRestoreFrom(); got != stop.GetPath()+"/_manifest.json" {
 		t.Fatalf("new job restores from %q", got)
 	}

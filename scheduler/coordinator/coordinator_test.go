@@ -14,6 +14,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/eddy-stream/eddy/internal/testkit"
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
 	"github.com/eddy-stream/eddy/proto/rpc"
 )
@@ -27,7 +28,7 @@ func hexSHA(b []byte) string {
 // it leads.
 func startOne(t *testing.T, opts clusterOpts) (*Coordinator, eddyv1.ControlClient) {
 	t.Helper()
-	cfg := testConfig(t, testLogger(t), "c1", opts)
+	cfg := testConfig(t, testkit.Logger(t), "c1", opts)
 	cfg.Raft.Bootstrap = true
 	c := startCoordinator(t, cfg, NewMemStore())
 	cl := control(t, c.Addr())
@@ -149,7 +150,7 @@ func TestJobLifecycle(t *testing.T) {
 	}
 	w1 := newFakeWorker(t, "w1", 2, c.Addr())
 	w1.start()
-	waitFor(t, 10*time.Second, "w1 to register", func() bool {
+	testkit.Eventually(t, 10*time.Second, "w1 to register", func() bool {
 		info, err := cl.ClusterInfo(callCtx(t), &eddyv1.ClusterInfoRequest{})
 		return err == nil && len(info.GetWorkers()) == 1
 	})
@@ -195,7 +196,7 @@ func TestJobLifecycle(t *testing.T) {
 	// The tasks finish: the job finishes and the reports are released.
 	w1.setState(job, 1, done, "")
 	waitJob(t, cl, job, eddyv1.JobState_JOB_STATE_FINISHED, 10*time.Second, nil)
-	waitFor(t, 10*time.Second, "the finished tasks to be released", func() bool { return len(w1.held()) == 0 })
+	testkit.Eventually(t, 10*time.Second, "the finished tasks to be released", func() bool { return len(w1.held()) == 0 })
 	// Their final metrics stay visible.
 	for _, ts := range jobStatusOf(t, cl, job).GetTasks() {
 		if ts.GetState() != done || ts.GetWorkerId() != "w1" || ts.GetMetrics().GetRecordsIn() == 0 {
@@ -245,7 +246,7 @@ func TestJobLifecycle(t *testing.T) {
 		t.Fatalf("cancel: %v, %v", canceled, err)
 	}
 	waitJob(t, cl, big.GetJobId(), eddyv1.JobState_JOB_STATE_CANCELED, 10*time.Second, nil)
-	waitFor(t, 10*time.Second, "the canceled tasks to be released", func() bool { return len(w1.held())+len(w2.held()) == 0 })
+	testkit.Eventually(t, 10*time.Second, "the canceled tasks to be released", func() bool { return len(w1.held())+len(w2.held()) == 0 })
 	if again, err := cl.CancelJob(ctx, &eddyv1.CancelJobRequest{JobId: big.GetJobId()}); err != nil || again.GetState() != eddyv1.JobState_JOB_STATE_CANCELED {
 		t.Fatalf("cancel again: %v, %v", again, err)
 	}
@@ -269,7 +270,7 @@ func TestJobLifecycle(t *testing.T) {
 func TestHeartbeatHeldUntilPlaced(t *testing.T) {
 	opts := defaultOpts()
 	opts.heartbeatTimeout = 3 * time.Hour
-	cfg := testConfig(t, testLogger(t), "c1", opts)
+	cfg := testConfig(t, testkit.Logger(t), "c1", opts)
 	cfg.HeartbeatInterval = time.Hour
 	cfg.Raft.Bootstrap = true
 	c := startCoordinator(t, cfg, NewMemStore())
@@ -283,7 +284,7 @@ func TestHeartbeatHeldUntilPlaced(t *testing.T) {
 	}
 	// The leader's own command at the start of its term is in: from now
 	// on only the test changes the state.
-	waitFor(t, 10*time.Second, "the leader to register itself", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the leader to register itself", func() bool {
 		_, err := c.fsm.Coordinator("c1")
 		return err == nil
 	})
@@ -320,7 +321,7 @@ func TestHeartbeatHeldUntilPlaced(t *testing.T) {
 		}
 	}()
 	t.Cleanup(func() { stop(); <-done })
-	waitFor(t, 10*time.Second, "the leader to hear the second heartbeat", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the leader to hear the second heartbeat", func() bool {
 		return term.lastHeartbeat("w1").After(heard)
 	})
 	select {
@@ -333,7 +334,7 @@ func TestHeartbeatHeldUntilPlaced(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the job's tasks on w1", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the job's tasks on w1", func() bool {
 		return len(w.tasksOf(sub.GetJobId(), 1)) == 2
 	})
 	stop()
@@ -362,7 +363,7 @@ func TestWorkerLost(t *testing.T) {
 	w2 := newFakeWorker(t, "w2", 2, c.Addr())
 	w1.start()
 	w2.start()
-	waitFor(t, 10*time.Second, "two workers", func() bool {
+	testkit.Eventually(t, 10*time.Second, "two workers", func() bool {
 		info, err := cl.ClusterInfo(callCtx(t), &eddyv1.ClusterInfoRequest{})
 		return err == nil && len(info.GetWorkers()) == 2
 	})
@@ -387,7 +388,7 @@ func TestWorkerLost(t *testing.T) {
 			t.Fatalf("attempt 2 task on %s: %v", ts.GetWorkerId(), st)
 		}
 	}
-	waitFor(t, 10*time.Second, "w2 to run attempt 2 and drop attempt 1", func() bool {
+	testkit.Eventually(t, 10*time.Second, "w2 to run attempt 2 and drop attempt 1", func() bool {
 		return w2.holds(job, 2, running) == 2 && w2.holds(job, 1, running) == 0
 	})
 	if _, _, _, _, cancels := w2.stats(); !slices.ContainsFunc(cancels, func(k taskKey) bool { return k.job == job && k.attempt == 1 }) {
@@ -400,11 +401,11 @@ func TestWorkerLost(t *testing.T) {
 
 	// w1 comes back with its attempt-1 task still running.
 	w1.pause(false)
-	waitFor(t, 10*time.Second, "w1 to be told to cancel its attempt-1 task", func() bool {
+	testkit.Eventually(t, 10*time.Second, "w1 to be told to cancel its attempt-1 task", func() bool {
 		_, notFound, _, _, cancels := w1.stats()
 		return notFound > 0 && slices.ContainsFunc(cancels, func(k taskKey) bool { return k.job == job && k.attempt == 1 })
 	})
-	waitFor(t, 10*time.Second, "w1's canceled task to be released", func() bool { return len(w1.held()) == 0 })
+	testkit.Eventually(t, 10*time.Second, "w1's canceled task to be released", func() bool { return len(w1.held()) == 0 })
 	st = jobStatusOf(t, cl, job)
 	if st.GetJob().GetAttempt() != 2 || st.GetJob().GetState() != eddyv1.JobState_JOB_STATE_RUNNING {
 		t.Fatalf("the old attempt's cancellation disturbed the new one: %v", st)
@@ -432,7 +433,7 @@ func TestRestartsExhausted(t *testing.T) {
 	}
 	job := sub.GetJobId()
 	for attempt := 1; attempt <= 3; attempt++ {
-		waitFor(t, 10*time.Second, "attempt to be deployed", func() bool { return w.holds(job, attempt, running) == 1 })
+		testkit.Eventually(t, 10*time.Second, "attempt to be deployed", func() bool { return w.holds(job, attempt, running) == 1 })
 		w.setState(job, attempt, failed, "wasm trap: unreachable executed")
 	}
 	st := waitJob(t, cl, job, eddyv1.JobState_JOB_STATE_FAILED, 10*time.Second, nil)
@@ -440,7 +441,7 @@ func TestRestartsExhausted(t *testing.T) {
 	if st.GetJob().GetMessage() != want || st.GetJob().GetAttempt() != 3 {
 		t.Fatalf("failed job %v, want message %q", st.GetJob(), want)
 	}
-	waitFor(t, 10*time.Second, "the failed reports to be released", func() bool { return len(w.held()) == 0 })
+	testkit.Eventually(t, 10*time.Second, "the failed reports to be released", func() bool { return len(w.held()) == 0 })
 	if ts := jobStatusOf(t, cl, job).GetTasks()[0]; ts.GetState() != failed || ts.GetError() != "wasm trap: unreachable executed" {
 		t.Fatalf("task status after failure: %v", ts)
 	}
@@ -550,7 +551,7 @@ func wantNotLeader(t testing.TB, err error, leaderAddr string) {
 // `eddy standalone` is) keeps its modules and jobs, records its new API
 // address, and places a waiting job once a worker registers.
 func TestRestart(t *testing.T) {
-	logger := testLogger(t)
+	logger := testkit.Logger(t)
 	store := NewMemStore()
 	cfg := testConfig(t, logger, "c1", defaultOpts())
 	cfg.Raft.Bootstrap = true
@@ -579,7 +580,7 @@ func TestRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl = control(t, again.Addr())
-	waitFor(t, 10*time.Second, "the new API address to be recorded", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the new API address to be recorded", func() bool {
 		co, err := again.FSM().Coordinator("c1")
 		return err == nil && co.APIAddress == again.Addr()
 	})

@@ -7,6 +7,7 @@ import (
 
 	"google.golang.org/grpc/codes"
 
+	"github.com/eddy-stream/eddy/internal/testkit"
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
 )
 
@@ -16,13 +17,13 @@ import (
 // one is elected within seconds, modules and jobs are intact, and the
 // worker finds the new leader and keeps its tasks (no new attempt).
 func TestThreeCoordinators(t *testing.T) {
-	logger := testLogger(t)
+	logger := testkit.Logger(t)
 	store := NewMemStore() // shared, as an s3:// bucket would be
 	opts := defaultOpts()
 	cfg1 := testConfig(t, logger, "c1", opts)
 	cfg1.Raft.Bootstrap = true
 	c1 := startCoordinator(t, cfg1, store)
-	waitFor(t, 10*time.Second, "c1 to lead", c1.IsLeader)
+	testkit.Eventually(t, 10*time.Second, "c1 to lead", c1.IsLeader)
 	members := []*Coordinator{c1}
 	for _, id := range []string{"c2", "c3"} {
 		cfg := testConfig(t, logger, id, opts)
@@ -30,7 +31,7 @@ func TestThreeCoordinators(t *testing.T) {
 		members = append(members, startCoordinator(t, cfg, store))
 	}
 	c2, c3 := members[1], members[2]
-	waitFor(t, 10*time.Second, "every member to know every member's address", func() bool {
+	testkit.Eventually(t, 10*time.Second, "every member to know every member's address", func() bool {
 		for _, m := range members {
 			if len(m.FSM().Coordinators()) != 3 {
 				return false
@@ -87,7 +88,7 @@ func TestThreeCoordinators(t *testing.T) {
 	stopped := time.Now()
 	c1.Stop()
 	var leader *Coordinator
-	waitFor(t, 20*time.Second, "a new leader", func() bool {
+	testkit.Eventually(t, 20*time.Second, "a new leader", func() bool {
 		for _, m := range []*Coordinator{c2, c3} {
 			if m.IsLeader() {
 				leader = m
@@ -106,7 +107,7 @@ func TestThreeCoordinators(t *testing.T) {
 
 	// The worker heartbeats the new leader.
 	_, _, _, beatsBefore, _ := w.stats()
-	waitFor(t, 15*time.Second, "the worker to heartbeat the new leader", func() bool {
+	testkit.Eventually(t, 15*time.Second, "the worker to heartbeat the new leader", func() bool {
 		info, err := fc.ClusterInfo(callCtx(t), &eddyv1.ClusterInfoRequest{})
 		_, _, _, beats, _ := w.stats()
 		return err == nil && info.GetLeaderId() == leader.cfg.NodeID && len(info.GetWorkers()) == 1 &&

@@ -18,41 +18,10 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/internal/testkit"
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
 	"github.com/eddy-stream/eddy/proto/rpc"
 )
-
-// testWriter sends log lines to t.Log until the test ends; goroutines may
-// still log while the coordinators stop.
-type testWriter struct {
-	mu   sync.Mutex
-	t    testing.TB
-	done bool
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-// testLogger logs warnings (everything with -v) into the test's output.
-func testLogger(t testing.TB) *slog.Logger {
-	w := &testWriter{t: t}
-	t.Cleanup(func() { // registered first, so it runs after every stop
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	level := slog.LevelWarn
-	if testing.Verbose() {
-		level = slog.LevelInfo
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
-}
 
 // wasmMagic starts every module the test validator accepts.
 var wasmMagic = []byte("\x00asm\x01\x00\x00\x00")
@@ -145,20 +114,6 @@ func startCoordinator(t testing.TB, cfg Config, store ModuleStore) *Coordinator 
 	return c
 }
 
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	deadline := start.Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return time.Since(start)
-}
-
 func dial(t testing.TB, addr string) *grpc.ClientConn {
 	t.Helper()
 	cc, err := grpc.NewClient(addr, rpc.DialOptions()...)
@@ -207,21 +162,24 @@ func jobStatusOf(t testing.TB, cl eddyv1.ControlClient, id string) *eddyv1.JobSt
 // holds), and returns that status.
 func waitJob(t testing.TB, cl eddyv1.ControlClient, id string, state eddyv1.JobState, timeout time.Duration, cond func(*eddyv1.JobStatusResponse) bool) *eddyv1.JobStatusResponse {
 	t.Helper()
-	var last *eddyv1.JobStatusResponse
-	start := time.Now()
-	for {
+	var (
+		last    *eddyv1.JobStatusResponse
+		lastErr error
+	)
+	defer func() { // also when Eventually fails the test: it says why
+		if t.Failed() {
+			t.Logf("job %s: last status %v, error %v", id, last, lastErr)
+		}
+	}()
+	testkit.Eventually(t, timeout, fmt.Sprintf("job %s to be %s", id, state), func() bool {
 		st, err := cl.JobStatus(callCtx(t), &eddyv1.JobStatusRequest{JobId: id})
-		if err == nil {
-			last = st
-			if st.GetJob().GetState() == state && (cond == nil || cond(st)) {
-				return st
-			}
+		if lastErr = err; err != nil {
+			return false
 		}
-		if time.Since(start) > timeout {
-			t.Fatalf("waited %s for job %s to be %s; last status %v, error %v", timeout, id, state, last, err)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		last = st
+		return st.GetJob().GetState() == state && (cond == nil || cond(st))
+	})
+	return last
 }
 
 // fakeWorker speaks the worker's side of Cluster the way the proto

@@ -7,45 +7,12 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/eddy-stream/eddy/internal/testkit"
 	"github.com/eddy-stream/eddy/scheduler/fsm"
 )
-
-// testWriter sends log lines to t.Log until the test ends; Raft's
-// goroutines may still log while the nodes shut down.
-type testWriter struct {
-	mu   sync.Mutex
-	t    testing.TB
-	done bool
-}
-
-func (w *testWriter) Write(p []byte) (int, error) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if !w.done {
-		w.t.Log(strings.TrimRight(string(p), "\n"))
-	}
-	return len(p), nil
-}
-
-// testLogger logs warnings (everything with -v) into the test's output.
-func testLogger(t testing.TB) *slog.Logger {
-	w := &testWriter{t: t}
-	t.Cleanup(func() { // registered first, so it runs after every shutdown
-		w.mu.Lock()
-		w.done = true
-		w.mu.Unlock()
-	})
-	level := slog.LevelWarn
-	if testing.Verbose() {
-		level = slog.LevelInfo
-	}
-	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: level}))
-}
 
 type member struct {
 	node *Node
@@ -77,20 +44,6 @@ func startMember(t testing.TB, cfg Config) *member {
 	}
 	t.Cleanup(func() { _ = n.Shutdown() })
 	return &member{node: n, fsm: f, cfg: cfg}
-}
-
-// waitFor polls cond until it holds or the deadline passes.
-func waitFor(t testing.TB, timeout time.Duration, what string, cond func() bool) time.Duration {
-	t.Helper()
-	start := time.Now()
-	deadline := start.Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s", timeout, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return time.Since(start)
 }
 
 func propose(t testing.TB, n *Node, cmd fsm.Command) (any, error) {
@@ -144,10 +97,10 @@ func converged(t testing.TB, members ...*member) bool {
 }
 
 func TestSingleNodeGroupRestarts(t *testing.T) {
-	logger := testLogger(t)
+	logger := testkit.Logger(t)
 	dir := t.TempDir()
 	m := startMember(t, testConfig(t, logger, "solo", dir, "127.0.0.1:0", true))
-	elected := waitFor(t, 10*time.Second, "the single node to lead", m.node.IsLeader)
+	elected := testkit.Eventually(t, 10*time.Second, "the single node to lead", m.node.IsLeader)
 	t.Logf("group of one elected itself in %s", elected)
 
 	job := mustPropose(t, m.node, &fsm.SubmitJob{Tenant: fsm.DefaultTenant, Name: "j", Tasks: []string{"t0"}}).(fsm.Job)
@@ -169,7 +122,7 @@ func TestSingleNodeGroupRestarts(t *testing.T) {
 
 	// Bootstrap again on the same directory is ignored: the group exists.
 	again := startMember(t, testConfig(t, logger, "solo", dir, addr, true))
-	waitFor(t, 10*time.Second, "the restarted node to lead", again.node.IsLeader)
+	testkit.Eventually(t, 10*time.Second, "the restarted node to lead", again.node.IsLeader)
 	if err := again.node.Barrier(context.Background()); err != nil {
 		t.Fatalf("barrier: %v", err)
 	}
@@ -185,10 +138,10 @@ func TestSingleNodeGroupRestarts(t *testing.T) {
 // elects another, keeps everything committed and goes on; the old leader
 // restarts from its data directory and catches up.
 func TestThreeNodeFailover(t *testing.T) {
-	logger := testLogger(t)
+	logger := testkit.Logger(t)
 	dirs := []string{t.TempDir(), t.TempDir(), t.TempDir()}
 	n1 := startMember(t, testConfig(t, logger, "c1", dirs[0], "127.0.0.1:0", true))
-	waitFor(t, 10*time.Second, "c1 to lead its group of one", n1.node.IsLeader)
+	testkit.Eventually(t, 10*time.Second, "c1 to lead its group of one", n1.node.IsLeader)
 	n2 := startMember(t, testConfig(t, logger, "c2", dirs[1], "127.0.0.1:0", false))
 	n3 := startMember(t, testConfig(t, logger, "c3", dirs[2], "127.0.0.1:0", false))
 	ctx := context.Background()
@@ -224,12 +177,12 @@ func TestThreeNodeFailover(t *testing.T) {
 		t.Fatalf("AddVoter on a follower: %v", err)
 	}
 
-	waitFor(t, 10*time.Second, "the followers to apply everything", func() bool { return converged(t, n1, n2, n3) })
+	testkit.Eventually(t, 10*time.Second, "the followers to apply everything", func() bool { return converged(t, n1, n2, n3) })
 	if err := n1.node.Snapshot(); err != nil { // c1 restarts from a snapshot plus log
 		t.Fatalf("snapshot: %v", err)
 	}
 	mustPropose(t, n1.node, &fsm.TaskFinished{JobID: job.ID, Attempt: 1, TaskID: "t0"})
-	waitFor(t, 10*time.Second, "the followers to apply the last entry", func() bool { return converged(t, n1, n2, n3) })
+	testkit.Eventually(t, 10*time.Second, "the followers to apply the last entry", func() bool { return converged(t, n1, n2, n3) })
 	committed := state(t, n1)
 	oldLeaderAddr := n1.node.Addr()
 
@@ -239,7 +192,7 @@ func TestThreeNodeFailover(t *testing.T) {
 		t.Fatalf("shutdown c1: %v", err)
 	}
 	var leader *member
-	waitFor(t, 20*time.Second, "a new leader", func() bool {
+	testkit.Eventually(t, 20*time.Second, "a new leader", func() bool {
 		leader = leaderAmong(n2, n3)
 		return leader != nil
 	})
@@ -256,7 +209,7 @@ func TestThreeNodeFailover(t *testing.T) {
 	if leader == n2 {
 		follower = n3
 	}
-	waitFor(t, 10*time.Second, "the follower to learn the new leader", func() bool {
+	testkit.Eventually(t, 10*time.Second, "the follower to learn the new leader", func() bool {
 		id, _ := follower.node.Leader()
 		return id == leader.node.ID()
 	})
@@ -264,7 +217,7 @@ func TestThreeNodeFailover(t *testing.T) {
 	// New commands commit with two of three members.
 	mustPropose(t, leader.node, &fsm.WorkerDown{ID: "w2", Reason: "no heartbeat"}) // t1 runs there, unfinished
 	second := mustPropose(t, leader.node, &fsm.SubmitJob{Tenant: fsm.DefaultTenant, Name: "after-failover", Tasks: []string{"t0"}}).(fsm.Job)
-	waitFor(t, 10*time.Second, "the survivors to converge", func() bool { return converged(t, leader, follower) })
+	testkit.Eventually(t, 10*time.Second, "the survivors to converge", func() bool { return converged(t, leader, follower) })
 	if j, err := follower.fsm.Job(fsm.DefaultTenant, job.ID); err != nil || j.State != fsm.JobRestarting {
 		t.Fatalf("first job on the follower: %+v, %v", j, err)
 	}
@@ -275,7 +228,7 @@ func TestThreeNodeFailover(t *testing.T) {
 		t.Fatalf("no snapshot in c1's data directory: %v", err)
 	}
 	restarted := startMember(t, testConfig(t, logger, "c1", dirs[0], oldLeaderAddr, true))
-	caughtUp := waitFor(t, 20*time.Second, "the restarted member to catch up", func() bool {
+	caughtUp := testkit.Eventually(t, 20*time.Second, "the restarted member to catch up", func() bool {
 		return converged(t, leader, restarted)
 	})
 	t.Logf("restarted member caught up in %s", caughtUp.Round(time.Millisecond))
@@ -288,7 +241,7 @@ func TestThreeNodeFailover(t *testing.T) {
 
 	// All three commit together again; a member can be removed.
 	mustPropose(t, leader.node, &fsm.CreateTenant{ID: "acme"})
-	waitFor(t, 10*time.Second, "all three to converge", func() bool { return converged(t, leader, follower, restarted) })
+	testkit.Eventually(t, 10*time.Second, "all three to converge", func() bool { return converged(t, leader, follower, restarted) })
 	if err := leader.node.RemoveServer(ctx, follower.node.ID()); err != nil {
 		t.Fatalf("remove %s: %v", follower.node.ID(), err)
 	}

@@ -116,8 +116,9 @@ func Binary() (string, error) {
 	return binPath, buildErr
 }
 
-// Start builds and starts a broker on free 127.0.0.1 ports, with its data
-// in opts.DataDir, and stops it when the test ends.
+// Start builds and starts a broker on 127.0.0.1 ports that eddy-kafka binds
+// itself (port 0: the kernel picks them; its READY line names them), with
+// its data in opts.DataDir, and stops it when the test ends.
 func Start(t testing.TB, opts Options) *Broker {
 	t.Helper()
 	n := opts.Brokers
@@ -150,13 +151,7 @@ func Start(t testing.TB, opts Options) *Broker {
 			t.Fatalf("kafkatest: %v", err)
 		}
 	}
-	for i := 0; i < n; i++ {
-		p, err := freePort()
-		if err != nil {
-			t.Fatalf("kafkatest: free port: %v", err)
-		}
-		b.ports = append(b.ports, p)
-	}
+	b.ports = make([]int, n) // 0 each until the first start binds them
 	t.Cleanup(func() { b.Stop() })
 	b.Start()
 	return b
@@ -173,7 +168,8 @@ func (b *Broker) Bootstrap() string { return strings.Join(b.addrs, ",") }
 // restarts.
 func (b *Broker) CAFile() string { return b.certFile }
 
-// Start (re)starts a stopped broker on the same ports and data directory,
+// Start (re)starts a stopped broker on the ports of its first start and
+// the same data directory,
 // with the state the last run left there. Starting a running broker is a
 // no-op.
 func (b *Broker) Start() {
@@ -230,11 +226,17 @@ func (b *Broker) start() error {
 	if timeout <= 0 {
 		timeout = 30 * time.Second
 	}
-	// The port may still be held briefly after a Stop: retry until the deadline.
+	// A restart binds the ports of the first start again, which may still
+	// be held briefly after a Stop: retry until the deadline.
 	deadline := time.Now().Add(timeout)
 	for {
 		addrs, cmd, done, err := launch(bin, args, time.Until(deadline))
 		if err == nil {
+			if err := b.bound(addrs); err != nil {
+				cmd.Process.Kill()
+				<-done
+				return err
+			}
 			b.cmd, b.done, b.addrs = cmd, done, addrs
 			return nil
 		}
@@ -327,13 +329,79 @@ func (b *Broker) Kill() {
 	b.cmd, b.done = nil, nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+// AwaitDials stands in for the stopped broker until clients have tried to
+// reach it n times: it listens on the broker's addresses, hangs up on each
+// connection at once, and returns after the nth with its listeners closed
+// again. A test calls it to wait until its clients retry against a broker
+// that is down (and then Starts the broker while they do) rather than
+// sleep for a while. It fails the test after a minute.
+func (b *Broker) AwaitDials(t testing.TB, n int) {
+	t.Helper()
+	b.mu.Lock()
+	running := b.cmd != nil
+	b.mu.Unlock()
+	if running {
+		t.Fatal("kafkatest: AwaitDials: the broker is running")
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	dials := make(chan struct{}, n)
+	var wg sync.WaitGroup
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+		wg.Wait()
+	}()
+	for _, a := range b.addrs {
+		l, err := net.Listen("tcp", a)
+		if err != nil {
+			t.Fatalf("kafkatest: AwaitDials: %v", err)
+		}
+		ls = append(ls, l)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return // closed
+				}
+				c.Close()
+				select {
+				case dials <- struct{}{}:
+				default:
+				}
+			}
+		}()
+	}
+	timeout := time.After(time.Minute)
+	for i := range n {
+		select {
+		case <-dials:
+		case <-timeout:
+			t.Fatalf("kafkatest: %d of %d connection attempts to the stopped broker within a minute", i, n)
+		}
+	}
+}
+
+// bound records the ports of the addresses a start's READY line named,
+// which the restarts bind again: clients keep them as bootstrap addresses.
+func (b *Broker) bound(addrs []string) error {
+	if len(addrs) != len(b.ports) {
+		return fmt.Errorf("eddy-kafka is READY on %d addresses, want %d: %v", len(addrs), len(b.ports), addrs)
+	}
+	for i, a := range addrs {
+		_, port, err := net.SplitHostPort(a)
+		if err != nil {
+			return fmt.Errorf("eddy-kafka READY on %q: %w", a, err)
+		}
+		p, err := strconv.Atoi(port)
+		if err != nil || b.ports[i] != 0 && b.ports[i] != p {
+			return fmt.Errorf("eddy-kafka READY on %s, want port %d", a, b.ports[i])
+		}
+		b.ports[i] = p
+	}
+	return nil
 }
 
 type lockedWriter struct {

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/eddy-stream/eddy/abi"
+	"github.com/eddy-stream/eddy/internal/testkit"
 	"github.com/eddy-stream/eddy/sdk/go/internal/guest"
 )
 
@@ -101,15 +102,6 @@ func (h *fakeKeyedHost) answer(b []byte, ok bool, dst []byte) int32 {
 	return int32(len(b))
 }
 
-func frames(parts ...[]byte) []byte {
-	var b []byte
-	for _, p := range parts {
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(p)))
-		b = append(b, p...)
-	}
-	return b
-}
-
 func (h *fakeKeyedHost) get(id int32, key, dst []byte) int32 {
 	h.check(id, int32(kindValue))
 	v, ok := h.values[addr{id, string(key)}]
@@ -119,7 +111,7 @@ func (h *fakeKeyedHost) get(id int32, key, dst []byte) int32 {
 func (h *fakeKeyedHost) list(id int32, key, dst []byte) int32 {
 	h.check(id, int32(kindList))
 	l := h.lists[addr{id, string(key)}]
-	return h.answer(frames(l...), len(l) > 0, dst)
+	return h.answer(testkit.Frames(l...), len(l) > 0, dst)
 }
 
 func (h *fakeKeyedHost) mapGet(id int32, key, userKey, dst []byte) int32 {
@@ -135,7 +127,7 @@ func (h *fakeKeyedHost) mapEntries(id int32, key, dst []byte) int32 {
 	for _, uk := range slices.Sorted(maps.Keys(m)) {
 		parts = append(parts, []byte(uk), m[uk])
 	}
-	return h.answer(frames(parts...), len(m) > 0, dst)
+	return h.answer(testkit.Frames(parts...), len(m) > 0, dst)
 }
 
 func (h *fakeKeyedHost) put(id int32, key, value []byte) {
@@ -520,7 +512,7 @@ func TestMalformedAnswers(t *testing.T) {
 	}{
 		{"list frame too long", []byte{9, 0, 0, 0, 'x'}, func(l *List, m *Map) { l.Get() }, `panic: keyed: the host returned a malformed list for state "l"`},
 		{"list short length", []byte{1, 0}, func(l *List, m *Map) { l.Get() }, `panic: keyed: the host returned a malformed list for state "l"`},
-		{"map entry without value", frames([]byte("uk")), func(l *List, m *Map) { m.Entries(func(_, _ []byte) bool { panic("called") }) },
+		{"map entry without value", testkit.Frames([]byte("uk")), func(l *List, m *Map) { m.Entries(func(_, _ []byte) bool { panic("called") }) },
 			`panic: keyed: the host returned malformed map entries for state "m"`},
 	}
 	for _, tc := range tests {

@@ -15,6 +15,7 @@ import (
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
 
 	"github.com/eddy-stream/eddy/abi"
+	"github.com/eddy-stream/eddy/internal/testkit/keyedhost"
 )
 
 // build builds both test guests and compiles them into the shared runtime,
@@ -97,7 +98,7 @@ type host struct {
 	sizes    []int
 	failures []string
 	logs     []string
-	keyed    keyedState
+	keyed    *keyedhost.Host
 }
 
 func read(m api.Module, ptr, n uint64) []byte {
@@ -159,14 +160,14 @@ func newRuntime() (wazero.Runtime, error) {
 		h := hostOf(ctx)
 		h.failures = append(h.failures, string(read(m, s[0], s[1])))
 	}), []api.ValueType{i32, i32}, nil).Export(abi.ImportFail)
-	_, err := exportKeyed(b).Instantiate(ctx)
+	_, err := keyedhost.Export(b, func(ctx context.Context) *keyedhost.Host { return hostOf(ctx).keyed }).Instantiate(ctx)
 	return r, err
 }
 
 // start instantiates the guest built for lang.
 func start(t *testing.T, lang string) *instance {
 	t.Helper()
-	h := &host{keyed: newKeyedState()}
+	h := &host{keyed: keyedhost.New()}
 	ctx := context.WithValue(context.Background(), hostKey{}, h)
 	mod, err := runtime.r.InstantiateModule(ctx, runtime.modules[lang], wazero.NewModuleConfig().WithName("").WithStartFunctions())
 	if err != nil {
@@ -220,12 +221,14 @@ func (in *instance) result(status uint64) result {
 
 func (in *instance) open(config string) result {
 	ptr := in.write([]byte(config))
+	defer in.host.keyed.Open()()
 	return in.result(in.call(abi.ExportOpen, uint64(ptr), uint64(len(config))))
 }
 
 func (in *instance) process(recs ...abi.Record) result {
 	b := abi.AppendBatch(nil, recs)
 	ptr := in.write(b)
+	defer in.host.keyed.Batch(recs)()
 	return in.result(in.call(abi.ExportProcess, uint64(ptr), uint64(len(b))))
 }
 
