@@ -36,7 +36,7 @@ test:
 ## host and udfs (wazero-compiled code, 5-10x slower under -race) and the
 ## window suite are left out; see the README. -short: the tests that write
 ## hundreds of thousands of keys (state) use fewer under the race detector.
-RACE_PKGS := ./abi/... ./scheduler/... ./state/... ./storage/... ./connectors/... \
+RACE_PKGS := ./abi/... ./proto/... ./internal/... ./scheduler/... ./state/... ./storage/... ./connectors/... \
 	./dataflow/ ./dataflow/jobspec/ ./dataflow/stream/ ./dataflow/checkpoint/
 test-race:
 	EDDY_VERSITYGW="$${EDDY_VERSITYGW:-$$( [ "$${EDDY_SKIP_S3:-}" = 1 ] || scripts/versitygw.sh)}" \
