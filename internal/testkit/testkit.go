@@ -1,8 +1,8 @@
 // Package testkit holds what the tests of several packages share: waiting
 // for a state with a deadline (Eventually), a logger into the test's output
 // (Logger), reading what a file sink wrote (ReadLines), the length-prefixed
-// frames of the ABI's state reads (Frames), and a TCP listener on a port
-// the kernel picks (Listen).
+// frames of the ABI's state reads (Frames), a TCP listener on a port the
+// kernel picks (Listen), and the committed Wasm modules (WasmModules).
 //
 // It is for tests only: no package of the module imports it outside its
 // _test.go files. It depends on the standard library alone, so that any
@@ -17,6 +17,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -133,4 +134,30 @@ func Listen(t testing.TB) net.Listener {
 	}
 	t.Cleanup(func() { l.Close() })
 	return l
+}
+
+// WasmModules returns the Wasm modules the repository builds and commits:
+// the host's test operators (host/testdata) and the example operators
+// (udfs/build), among them Go-built ones of megabytes with every kind of
+// instruction Go emits. It fails the test when either folder has none.
+func WasmModules(t testing.TB) []string {
+	t.Helper()
+	_, file, _, ok := runtime.Caller(0)
+	if !ok {
+		t.Fatal("testkit: cannot locate the repository")
+	}
+	root := filepath.Join(filepath.Dir(file), "..", "..")
+	var paths []string
+	for _, dir := range []string{"host/testdata", "udfs/build"} {
+		pattern := filepath.Join(root, dir, "*.wasm")
+		p, err := filepath.Glob(pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(p) == 0 {
+			t.Fatalf("no modules match %s", pattern)
+		}
+		paths = append(paths, p...)
+	}
+	return paths
 }

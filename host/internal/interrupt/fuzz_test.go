@@ -10,6 +10,7 @@ import (
 	"github.com/tetratelabs/wazero"
 
 	"github.com/eddy-stream/eddy/host/internal/wasmbin"
+	"github.com/eddy-stream/eddy/internal/testkit"
 )
 
 // FuzzInstrument feeds Instrument arbitrary bytes, as an upload would. It
@@ -18,7 +19,7 @@ import (
 // accepts, which would mean Instrument read the code differently from
 // wazero (and so could miss a loop).
 func FuzzInstrument(f *testing.F) {
-	for _, p := range fixtures(f) {
+	for _, p := range testkit.WasmModules(f) {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)

@@ -13,29 +13,11 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/eddy-stream/eddy/host/internal/wasmbin"
+	"github.com/eddy-stream/eddy/internal/testkit"
 )
 
-// fixtures are the operator modules of the repository: the C test modules
-// of package host and the UDFs built by udfs/Makefile (Go-built ones are
-// megabytes of every kind of instruction Go emits).
-func fixtures(t testing.TB) []string {
-	t.Helper()
-	var paths []string
-	for _, pattern := range []string{"../../testdata/*.wasm", "../../../udfs/build/*.wasm"} {
-		p, err := filepath.Glob(pattern)
-		if err != nil {
-			t.Fatal(err)
-		}
-		paths = append(paths, p...)
-	}
-	if len(paths) == 0 {
-		t.Fatal("no .wasm fixtures found")
-	}
-	return paths
-}
-
 func TestInstrumentFixtures(t *testing.T) {
-	for _, path := range fixtures(t) {
+	for _, path := range testkit.WasmModules(t) {
 		t.Run(filepath.Base(path), func(t *testing.T) {
 			t.Parallel()
 			wasm, err := os.ReadFile(path)

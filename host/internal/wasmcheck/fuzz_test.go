@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/eddy-stream/eddy/host/internal/wasmbin"
+	"github.com/eddy-stream/eddy/internal/testkit"
 )
 
 // FuzzCheck feeds Check arbitrary bytes, as an upload would. Check must
@@ -19,7 +20,7 @@ func FuzzCheck(f *testing.F) {
 	for _, r := range refusals() {
 		f.Add(r.wasm)
 	}
-	for _, p := range repoModules(f) {
+	for _, p := range testkit.WasmModules(f) {
 		b, err := os.ReadFile(p)
 		if err != nil {
 			f.Fatal(err)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/eddy-stream/eddy/host/internal/wasmbin"
+	"github.com/eddy-stream/eddy/internal/testkit"
 )
 
 // Builders of hand-assembled binaries. Vector counts and sizes are what
@@ -301,27 +302,8 @@ func TestCheckLimitsAreInclusive(t *testing.T) {
 	}
 }
 
-// repoModules returns the modules the repository builds and commits: the
-// host's test operators and the example operators, among them Go-built
-// ones of nearly 3 MB.
-func repoModules(t testing.TB) []string {
-	t.Helper()
-	var paths []string
-	for _, pattern := range []string{"../../testdata/*.wasm", "../../../udfs/build/*.wasm"} {
-		p, err := filepath.Glob(pattern)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(p) == 0 {
-			t.Fatalf("no modules match %s", pattern)
-		}
-		paths = append(paths, p...)
-	}
-	return paths
-}
-
 func TestCheckAcceptsRepoModules(t *testing.T) {
-	for _, p := range repoModules(t) {
+	for _, p := range testkit.WasmModules(t) {
 		t.Run(filepath.Base(p), func(t *testing.T) {
 			wasm, err := os.ReadFile(p)
 			if err != nil {
