@@ -17,7 +17,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
@@ -142,11 +141,7 @@ func Listen(t testing.TB) net.Listener {
 // instruction Go emits. It fails the test when either folder has none.
 func WasmModules(t testing.TB) []string {
 	t.Helper()
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("testkit: cannot locate the repository")
-	}
-	root := filepath.Join(filepath.Dir(file), "..", "..")
+	root := repoRoot(t)
 	var paths []string
 	for _, dir := range []string{"host/testdata", "udfs/build"} {
 		pattern := filepath.Join(root, dir, "*.wasm")
@@ -160,4 +155,26 @@ func WasmModules(t testing.TB) []string {
 		paths = append(paths, p...)
 	}
 	return paths
+}
+
+// repoRoot is the module's root: the nearest folder above the test's
+// working directory (its package's folder) that holds go.mod. The source
+// path runtime.Caller reports is no help: the Makefile builds with
+// -trimpath.
+func repoRoot(t testing.TB) string {
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("testkit: no go.mod above the test's directory")
+		}
+		dir = parent
+	}
 }

@@ -70,3 +70,18 @@ func TestListen(t *testing.T) {
 		t.Errorf("listening on %s (%v)", l.Addr(), err)
 	}
 }
+
+func TestWasmModules(t *testing.T) {
+	var host, udfs bool
+	for _, p := range testkit.WasmModules(t) {
+		switch filepath.Base(filepath.Dir(p)) {
+		case "testdata":
+			host = true
+		case "build":
+			udfs = true
+		}
+	}
+	if !host || !udfs {
+		t.Fatalf("WasmModules: host/testdata found %v, udfs/build found %v", host, udfs)
+	}
+}
