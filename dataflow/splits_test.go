@@ -12,12 +12,15 @@ import (
 	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/dataflow/stream"
+	"github.com/eddy-stream/eddy/internal/testkit"
 )
 
-// splitRec is a record of a fake split source: its split and event time.
+// splitRec is a record of a fake split source: its split and event time,
+// and a value the sink can recognise (default {}).
 type splitRec struct {
 	split int32
 	ts    int64
+	mark  string
 }
 
 // fakeSplitSource is a SplitSource of n splits whose Next returns what
@@ -53,7 +56,11 @@ func (s *fakeSplitSource) Next(ctx context.Context, b *stream.Batch, max int) er
 		return nil
 	}
 	for _, r := range emit() {
-		b.Add(nil, []byte("{}"), r.ts)
+		value := "{}"
+		if r.mark != "" {
+			value = r.mark
+		}
+		b.Add(nil, []byte(value), r.ts)
 		s.last = append(s.last, r.split)
 	}
 	return nil
@@ -77,6 +84,7 @@ func once(recs []splitRec, repeat []splitRec) func() []splitRec {
 type sourcesByNode struct {
 	spec    *jobspec.Spec
 	sources map[string]stream.Source
+	sink    *collectSink // what every sink node gets, when set
 }
 
 func (c sourcesByNode) NewSource(s *jobspec.SourceSpec, _ string) (stream.Source, error) {
@@ -89,6 +97,9 @@ func (c sourcesByNode) NewSource(s *jobspec.SourceSpec, _ string) (stream.Source
 }
 
 func (c sourcesByNode) NewSink(*jobspec.SinkSpec, string) (stream.Sink, error) {
+	if c.sink != nil {
+		return c.sink, nil
+	}
 	return &collectSink{mu: &sync.Mutex{}, got: new([]string)}, nil
 }
 
@@ -117,11 +128,23 @@ nodes:
 	b := &fakeSplitSource{n: 1}
 	// b's splits never go idle (no idle_timeout): its watermark is
 	// 99_999 until the test moves it.
-	b.set(once([]splitRec{{0, 100_000}}, nil))
+	b.set(once([]splitRec{{0, 100_000, ""}}, nil))
 	phase := time.Now()
-	a.set(once([]splitRec{{0, 1000}, {1, 500}}, []splitRec{{0, 1000}}))
+	a.set(once([]splitRec{{0, 1000, ""}, {1, 500, ""}}, []splitRec{{0, 1000, ""}}))
 
-	job, err := dataflow.NewJob(context.Background(), spec, dataflow.Options{Connectors: sourcesByNode{spec: spec, sources: map[string]stream.Source{"a": a, "b": b}}})
+	sink := &collectSink{mu: &sync.Mutex{}, got: new([]string)}
+	// received waits until the sink has a record of value mark. Records and
+	// watermarks of one input channel arrive in order, so out has then
+	// processed everything its source sent before that record.
+	received := func(mark string) {
+		t.Helper()
+		testkit.Eventually(t, 20*time.Second, "out to receive "+mark, func() bool {
+			sink.mu.Lock()
+			defer sink.mu.Unlock()
+			return slices.Contains(*sink.got, ":"+mark)
+		})
+	}
+	job, err := dataflow.NewJob(context.Background(), spec, dataflow.Options{Connectors: sourcesByNode{spec: spec, sources: map[string]stream.Source{"a": a, "b": b}, sink: sink}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -192,11 +215,11 @@ nodes:
 	// Split 0 produces again with records that do not move a's watermark
 	// (999): a is active again at once, so b moving on cannot carry out
 	// past a's records (out stays where it is: watermarks do not go back).
-	a.set(func() []splitRec { return []splitRec{{0, 1000}} })
-	time.Sleep(100 * time.Millisecond)
-	b.set(once([]splitRec{{0, 300_000}}, nil))
+	a.set(func() []splitRec { return []splitRec{{0, 1000, `"a again"`}} })
+	received(`"a again"`)
+	b.set(once([]splitRec{{0, 300_000, ""}}, []splitRec{{0, 300_000, `"after b's watermark"`}}))
 	waitWM("b", 299_999)
-	time.Sleep(100 * time.Millisecond)
+	received(`"after b's watermark"`)
 	if w := wm(ids["out"]); w != 99_999 {
 		t.Fatalf("out's watermark went to %d while a was active again at 999", w)
 	}
@@ -206,9 +229,9 @@ nodes:
 	// shows: out goes from 99_999 to 199_999, min(a, b), where it would
 	// jump to b's 499_999 if a were still idle (waitWM fails then, as
 	// watermarks never go back).
-	a.set(once(nil, []splitRec{{0, 200_000}}))
+	a.set(once(nil, []splitRec{{0, 200_000, ""}}))
 	waitWM("a", 199_999)
-	b.set(once([]splitRec{{0, 500_000}}, nil))
+	b.set(once([]splitRec{{0, 500_000, ""}}, nil))
 	waitWM("b", 499_999)
 	waitWM("out", 199_999)
 }
