@@ -5,11 +5,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"google.golang.org/protobuf/proto"
 
-	"github.com/eddy-stream/eddy/internal/testkit"
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
 )
 
@@ -72,15 +70,7 @@ func TestSubmitAndStatusCLI(t *testing.T) {
 		t.Skip("starts a standalone process")
 	}
 	dir := t.TempDir()
-	standalone := startProc(t, dir, "standalone", "standalone", "--api", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"), "--slots", "1")
-	api := standalone.addr(t, standaloneLine)
-	cli := func(args ...string) result {
-		t.Helper()
-		return eddy(t, append(args, "--coordinator", api)...)
-	}
-	testkit.Eventually(t, 30*time.Second, "the standalone worker", func() bool {
-		return strings.Contains(cli("cluster", "info").stdout, "ALIVE")
-	})
+	cli := standaloneCLI(t, dir, "--data-dir", filepath.Join(dir, "data"), "--slots", "1")
 	// Two tasks, one slot: the jobs wait.
 	spec, _ := inlineSpec(t, "name: wide\nparallelism: 2\n"+strings.TrimPrefix(foreverJob, "name: forever\n"))
 	for _, want := range []string{"job-1", "job-2"} {

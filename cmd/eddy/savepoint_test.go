@@ -41,15 +41,7 @@ func TestSavepointCLI(t *testing.T) {
 	}
 	dir := t.TempDir()
 	data := filepath.Join(dir, "data")
-	standalone := startProc(t, dir, "standalone", "standalone", "--api", "127.0.0.1:0", "--data-dir", data, "--restart", "fixed", "--restart-delay", "200ms")
-	api := standalone.addr(t, standaloneLine)
-	cli := func(args ...string) result {
-		t.Helper()
-		return eddy(t, append(args, "--coordinator", api)...)
-	}
-	testkit.Eventually(t, 30*time.Second, "the standalone worker", func() bool {
-		return strings.Contains(cli("cluster", "info").stdout, "ALIVE")
-	})
+	cli := standaloneCLI(t, dir, "--data-dir", data, "--restart", "fixed", "--restart-delay", "200ms")
 	spec, _ := inlineSpec(t, checkpointedJob)
 	r := cli("job", "submit", spec)
 	if r.code != 0 {
@@ -100,4 +92,20 @@ func TestSavepointCLI(t *testing.T) {
 	if r.code != 1 || !strings.Contains(r.stderr, "only a running job takes a savepoint") {
 		t.Fatalf("savepoint of a finished job: %d %s", r.code, r.stderr)
 	}
+}
+
+// standaloneCLI starts `eddy standalone` on a port it binds with the
+// extra args, waits until its worker is alive and returns a CLI against it.
+func standaloneCLI(t *testing.T, dir string, args ...string) func(args ...string) result {
+	t.Helper()
+	standalone := startProc(t, dir, "standalone", append([]string{"standalone", "--api", "127.0.0.1:0"}, args...)...)
+	api := standalone.addr(t, standaloneLine)
+	cli := func(args ...string) result {
+		t.Helper()
+		return eddy(t, append(args, "--coordinator", api)...)
+	}
+	testkit.Eventually(t, 30*time.Second, "the standalone worker", func() bool {
+		return strings.Contains(cli("cluster", "info").stdout, "ALIVE")
+	})
+	return cli
 }
