@@ -164,6 +164,11 @@ type TaskInfo struct {
 }
 
 // Source produces the records of one parallel instance of a source node.
+// The task calls its methods one at a time, never concurrently, but Next
+// may run on a goroutine other than Open's: while records wait in its
+// output buffers, the task reads on a goroutine of its own so that it can
+// send them on time however long Next blocks (buffer_timeout). A source
+// must therefore not depend on which goroutine calls it.
 type Source interface {
 	// Open prepares the instance described by info.
 	Open(ctx context.Context, info TaskInfo) error
