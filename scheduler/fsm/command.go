@@ -68,7 +68,8 @@ type Command interface {
 
 // CreateTenant adds a tenant. Apply result: Tenant.
 type CreateTenant struct {
-	ID string `json:"id"`
+	ID    string `json:"id"`
+	Quota Quota  `json:"quota,omitzero"`
 }
 
 // RegisterCoordinator records (or updates) a member's addresses. Apply

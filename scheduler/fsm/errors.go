@@ -20,8 +20,13 @@ var (
 	// one applied.
 	ErrIndexOrder = errors.New("fsm: log index not increasing")
 
-	ErrTenantNotFound      = errors.New("fsm: tenant not found")
-	ErrTenantExists        = errors.New("fsm: tenant already exists")
+	ErrTenantNotFound = errors.New("fsm: tenant not found")
+	ErrTenantExists   = errors.New("fsm: tenant already exists")
+	// ErrTenantInUse: a tenant that cannot be deleted (the default tenant,
+	// or one with jobs that have not ended).
+	ErrTenantInUse         = errors.New("fsm: tenant in use")
+	ErrTokenNotFound       = errors.New("fsm: token not found")
+	ErrTokenExists         = errors.New("fsm: token already exists")
 	ErrModuleNotFound      = errors.New("fsm: module not found")
 	ErrWorkerNotFound      = errors.New("fsm: worker not found")
 	ErrJobNotFound         = errors.New("fsm: job not found")

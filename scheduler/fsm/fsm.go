@@ -33,6 +33,11 @@ type state struct {
 	jobs    map[string]*Job
 	// jobSeq is the number of the latest numbered job (SubmitJob.Numbered).
 	jobSeq uint64
+	tokens map[string]*Token
+	// audit holds the latest MaxAuditEntries entries, by Seq; auditSeq is
+	// the Seq of the last one ever recorded.
+	audit    []AuditEntry
+	auditSeq uint64
 }
 
 type moduleKey struct{ tenant, name string }
@@ -44,6 +49,7 @@ func newState() *state {
 		modules:      map[moduleKey][]*Module{},
 		workers:      map[string]*Worker{},
 		jobs:         map[string]*Job{},
+		tokens:       map[string]*Token{},
 	}
 }
 
@@ -121,6 +127,9 @@ type applier struct {
 }
 
 func (a *applier) apply(cmd Command) (any, error) {
+	if res, ok, err := a.applyTenancy(cmd); ok {
+		return res, err
+	}
 	switch c := cmd.(type) {
 	case *CreateTenant:
 		return a.createTenant(c)
@@ -166,7 +175,7 @@ func (a *applier) createTenant(c *CreateTenant) (any, error) {
 	if _, ok := a.st.tenants[c.ID]; ok {
 		return nil, fmt.Errorf("tenant %q: %w", c.ID, ErrTenantExists)
 	}
-	t := &Tenant{ID: c.ID, Created: a.at}
+	t := &Tenant{ID: c.ID, Created: a.at, Quota: c.Quota}
 	a.st.tenants[c.ID] = t
 	return *t, nil
 }

@@ -29,6 +29,11 @@ type snapshotDoc struct {
 	// JobSeq is absent until a job is numbered, so that the snapshots of
 	// states from before numbering keep their bytes.
 	JobSeq uint64 `json:"job_seq,omitempty"`
+	// Tokens and the audit log are absent while empty, for the same
+	// reason.
+	Tokens   []Token      `json:"tokens,omitempty"`
+	Audit    []AuditEntry `json:"audit,omitempty"`
+	AuditSeq uint64       `json:"audit_seq,omitempty"`
 }
 
 // MarshalState encodes the whole state deterministically: two FSMs that
@@ -50,6 +55,11 @@ func (s *state) marshal() ([]byte, error) {
 		Workers:      make([]Worker, 0, len(s.workers)),
 		Jobs:         make([]Job, 0, len(s.jobs)),
 		JobSeq:       s.jobSeq,
+		Audit:        s.audit,
+		AuditSeq:     s.auditSeq,
+	}
+	for _, id := range slices.Sorted(maps.Keys(s.tokens)) {
+		doc.Tokens = append(doc.Tokens, *s.tokens[id])
 	}
 	for _, id := range slices.Sorted(maps.Keys(s.tenants)) {
 		doc.Tenants = append(doc.Tenants, *s.tenants[id])
@@ -168,6 +178,9 @@ func unmarshalState(data []byte) (*state, error) {
 		workers:      make(map[string]*Worker, len(doc.Workers)),
 		jobs:         make(map[string]*Job, len(doc.Jobs)),
 		jobSeq:       doc.JobSeq,
+		tokens:       make(map[string]*Token, len(doc.Tokens)),
+		audit:        doc.Audit,
+		auditSeq:     doc.AuditSeq,
 	}
 	corrupt := func(format string, args ...any) error {
 		return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrCorruptSnapshot)
@@ -232,6 +245,21 @@ func unmarshalState(data []byte) (*state, error) {
 			return nil, corrupt("job %s: %v", j.ID, err)
 		}
 		st.jobs[j.ID] = &j
+	}
+	for i := range doc.Tokens {
+		t := doc.Tokens[i]
+		if _, dup := st.tokens[t.ID]; dup || t.ID == "" || !t.Role.Valid() {
+			return nil, corrupt("token %q invalid or repeated", t.ID)
+		}
+		if _, ok := st.tenants[t.Tenant]; !ok {
+			return nil, corrupt("token %s of unknown tenant %q", t.ID, t.Tenant)
+		}
+		st.tokens[t.ID] = &t
+	}
+	for i, e := range doc.Audit {
+		if e.Seq > st.auditSeq || i > 0 && e.Seq <= doc.Audit[i-1].Seq {
+			return nil, corrupt("audit entry %d out of sequence", e.Seq)
+		}
 	}
 	return st, nil
 }

@@ -295,7 +295,7 @@ func randomLog(seed uint64, n int) [][]byte {
 		if !likely() {
 			attempt = rng.IntN(4)
 		}
-		op := rng.IntN(18)
+		op := rng.IntN(19)
 		// Task reports, finishing a job and checkpoint commands need a
 		// running job (with a checkpoint in flight to complete or fail
 		// one): often pick one.
@@ -377,6 +377,23 @@ func randomLog(seed uint64, n int) [][]byte {
 				add(&CheckpointFailed{JobID: j.ID, ID: c.ID, Reason: "restore checkpoint: corrupt"})
 			} else {
 				add(&CheckpointsDeleted{JobID: j.ID, IDs: []uint64{uint64(rng.IntN(3)) + 1}})
+			}
+		case 18:
+			token := fmt.Sprint("tok", rng.IntN(8))
+			switch rng.IntN(6) {
+			case 0:
+				add(&CreateToken{Token: Token{ID: token, Tenant: pick(tenants), Role: Role(pick([]string{"admin", "developer", "viewer"})),
+					Hash: digest(token), Expires: now.Add(time.Duration(rng.IntN(3)) * time.Hour)}})
+			case 1:
+				add(&RevokeToken{ID: token})
+			case 2:
+				add(&SetQuota{Tenant: pick(tenants), Quota: Quota{Slots: rng.IntN(8), Jobs: rng.IntN(4), CPUShare: rng.IntN(3)}})
+			case 3:
+				add(&RecordAudit{Entry: AuditEntry{TokenID: token, Tenant: pick(tenants), Role: RoleDeveloper, Method: "SubmitJob", Outcome: "ok"}})
+			case 4:
+				add(&CreateTenant{ID: "gamma"})
+			case 5:
+				add(&DeleteTenant{ID: pick([]string{"gamma", "beta"})})
 			}
 		}
 	}

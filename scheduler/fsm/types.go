@@ -14,6 +14,9 @@ const DefaultTenant = "default"
 type Tenant struct {
 	ID      string    `json:"id"`
 	Created time.Time `json:"created"`
+	// Quota is what the tenant may use; the zero Quota bounds nothing
+	// beyond the cluster's defaults.
+	Quota Quota `json:"quota,omitzero"`
 }
 
 // Coordinator is a member of the Raft group as known to clients: followers

@@ -97,7 +97,12 @@ func clip(msg string) string {
 	return msg[:cut] + "…"
 }
 
-func (c *CreateTenant) validate() error { return checkTenantID(c.ID) }
+func (c *CreateTenant) validate() error {
+	if err := checkTenantID(c.ID); err != nil {
+		return err
+	}
+	return c.Quota.validate()
+}
 
 func (c *RegisterCoordinator) validate() error {
 	if err := checkID("coordinator", c.ID); err != nil {

@@ -24,6 +24,62 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+// Role is what a token may do.
+type Role int32
+
+const (
+	Role_ROLE_UNSPECIFIED Role = 0
+	// The cluster: tenants, quotas, membership, and every tenant.
+	Role_ROLE_ADMIN Role = 1
+	// Its tenant's modules, jobs, savepoints and swaps.
+	Role_ROLE_DEVELOPER Role = 2
+	// Reads its tenant.
+	Role_ROLE_VIEWER Role = 3
+)
+
+// Enum value maps for Role.
+var (
+	Role_name = map[int32]string{
+		0: "ROLE_UNSPECIFIED",
+		1: "ROLE_ADMIN",
+		2: "ROLE_DEVELOPER",
+		3: "ROLE_VIEWER",
+	}
+	Role_value = map[string]int32{
+		"ROLE_UNSPECIFIED": 0,
+		"ROLE_ADMIN":       1,
+		"ROLE_DEVELOPER":   2,
+		"ROLE_VIEWER":      3,
+	}
+)
+
+func (x Role) Enum() *Role {
+	p := new(Role)
+	*p = x
+	return p
+}
+
+func (x Role) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (Role) Descriptor() protoreflect.EnumDescriptor {
+	return file_eddy_v1_control_proto_enumTypes[0].Descriptor()
+}
+
+func (Role) Type() protoreflect.EnumType {
+	return &file_eddy_v1_control_proto_enumTypes[0]
+}
+
+func (x Role) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use Role.Descriptor instead.
+func (Role) EnumDescriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{0}
+}
+
 // CheckpointState is the state of one checkpoint or savepoint.
 type CheckpointState int32
 
@@ -61,11 +117,11 @@ func (x CheckpointState) String() string {
 }
 
 func (CheckpointState) Descriptor() protoreflect.EnumDescriptor {
-	return file_eddy_v1_control_proto_enumTypes[0].Descriptor()
+	return file_eddy_v1_control_proto_enumTypes[1].Descriptor()
 }
 
 func (CheckpointState) Type() protoreflect.EnumType {
-	return &file_eddy_v1_control_proto_enumTypes[0]
+	return &file_eddy_v1_control_proto_enumTypes[1]
 }
 
 func (x CheckpointState) Number() protoreflect.EnumNumber {
@@ -74,7 +130,7 @@ func (x CheckpointState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use CheckpointState.Descriptor instead.
 func (CheckpointState) EnumDescriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{0}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{1}
 }
 
 // CoordinatorRole is a coordinator's Raft role.
@@ -115,11 +171,11 @@ func (x CoordinatorRole) String() string {
 }
 
 func (CoordinatorRole) Descriptor() protoreflect.EnumDescriptor {
-	return file_eddy_v1_control_proto_enumTypes[1].Descriptor()
+	return file_eddy_v1_control_proto_enumTypes[2].Descriptor()
 }
 
 func (CoordinatorRole) Type() protoreflect.EnumType {
-	return &file_eddy_v1_control_proto_enumTypes[1]
+	return &file_eddy_v1_control_proto_enumTypes[2]
 }
 
 func (x CoordinatorRole) Number() protoreflect.EnumNumber {
@@ -128,7 +184,7 @@ func (x CoordinatorRole) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use CoordinatorRole.Descriptor instead.
 func (CoordinatorRole) EnumDescriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{1}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{2}
 }
 
 // WorkerState is a worker's liveness as the leader judges it.
@@ -167,11 +223,11 @@ func (x WorkerState) String() string {
 }
 
 func (WorkerState) Descriptor() protoreflect.EnumDescriptor {
-	return file_eddy_v1_control_proto_enumTypes[2].Descriptor()
+	return file_eddy_v1_control_proto_enumTypes[3].Descriptor()
 }
 
 func (WorkerState) Type() protoreflect.EnumType {
-	return &file_eddy_v1_control_proto_enumTypes[2]
+	return &file_eddy_v1_control_proto_enumTypes[3]
 }
 
 func (x WorkerState) Number() protoreflect.EnumNumber {
@@ -180,7 +236,1323 @@ func (x WorkerState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WorkerState.Descriptor instead.
 func (WorkerState) EnumDescriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{3}
+}
+
+// TenantQuota bounds a tenant. Every field is optional: in SetQuota an
+// absent field is left as it is; 0 means no limit of the tenant's own.
+type TenantQuota struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Slots *uint32                `protobuf:"varint,1,opt,name=slots,proto3,oneof" json:"slots,omitempty"`
+	// Jobs that have not ended.
+	Jobs *uint32 `protobuf:"varint,2,opt,name=jobs,proto3,oneof" json:"jobs,omitempty"`
+	// Module versions registered.
+	Modules     *uint32 `protobuf:"varint,3,opt,name=modules,proto3,oneof" json:"modules,omitempty"`
+	ModuleBytes *uint64 `protobuf:"varint,4,opt,name=module_bytes,json=moduleBytes,proto3,oneof" json:"module_bytes,omitempty"`
+	// Linear memory of one instance.
+	MemoryBytes *uint64 `protobuf:"varint,5,opt,name=memory_bytes,json=memoryBytes,proto3,oneof" json:"memory_bytes,omitempty"`
+	// Deadline of one guest call (one batch).
+	CallTimeoutMs *uint64 `protobuf:"varint,6,opt,name=call_timeout_ms,json=callTimeoutMs,proto3,oneof" json:"call_timeout_ms,omitempty"`
+	// What one guest call may emit.
+	EmitBytes   *uint64 `protobuf:"varint,7,opt,name=emit_bytes,json=emitBytes,proto3,oneof" json:"emit_bytes,omitempty"`
+	EmitRecords *uint64 `protobuf:"varint,8,opt,name=emit_records,json=emitRecords,proto3,oneof" json:"emit_records,omitempty"`
+	// Keyed state of one job.
+	StateBytes *uint64 `protobuf:"varint,9,opt,name=state_bytes,json=stateBytes,proto3,oneof" json:"state_bytes,omitempty"`
+	// Checkpoint and savepoint storage of all the tenant's jobs.
+	CheckpointBytes *uint64 `protobuf:"varint,10,opt,name=checkpoint_bytes,json=checkpointBytes,proto3,oneof" json:"checkpoint_bytes,omitempty"`
+	// Weight in a worker's CPU shared between tenants; 0 counts as 1.
+	CpuShare      *uint32 `protobuf:"varint,11,opt,name=cpu_share,json=cpuShare,proto3,oneof" json:"cpu_share,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TenantQuota) Reset() {
+	*x = TenantQuota{}
+	mi := &file_eddy_v1_control_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TenantQuota) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TenantQuota) ProtoMessage() {}
+
+func (x *TenantQuota) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TenantQuota.ProtoReflect.Descriptor instead.
+func (*TenantQuota) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *TenantQuota) GetSlots() uint32 {
+	if x != nil && x.Slots != nil {
+		return *x.Slots
+	}
+	return 0
+}
+
+func (x *TenantQuota) GetJobs() uint32 {
+	if x != nil && x.Jobs != nil {
+		return *x.Jobs
+	}
+	return 0
+}
+
+func (x *TenantQuota) GetModules() uint32 {
+	if x != nil && x.Modules != nil {
+		return *x.Modules
+	}
+	return 0
+}
+
+func (x *TenantQuota) GetModuleBytes() uint64 {
+	if x != nil && x.ModuleBytes != nil {
+		return *x.ModuleBytes
+	}
+	return 0
+}
+
+func (x *TenantQuota) GetMemoryBytes() uint64 {
+	if x != nil && x.MemoryBytes != nil {
+		return *x.MemoryBytes
+	}
+	return 0
+}
+
+func (x *TenantQuota) GetCallTimeoutMs() uint64 {
+	if x != nil && x.CallTimeoutMs != nil {
+		return *x.CallTimeoutMs
+	}
+	return 0
+}
+
+func (x *TenantQuota) GetEmitBytes() uint64 {
+	if x != nil && x.EmitBytes != nil {
+		return *x.EmitBytes
+	}
+	return 0
+}
+
+func (x *TenantQuota) GetEmitRecords() uint64 {
+	if x != nil && x.EmitRecords != nil {
+		return *x.EmitRecords
+	}
+	return 0
+}
+
+func (x *TenantQuota) GetStateBytes() uint64 {
+	if x != nil && x.StateBytes != nil {
+		return *x.StateBytes
+	}
+	return 0
+}
+
+func (x *TenantQuota) GetCheckpointBytes() uint64 {
+	if x != nil && x.CheckpointBytes != nil {
+		return *x.CheckpointBytes
+	}
+	return 0
+}
+
+func (x *TenantQuota) GetCpuShare() uint32 {
+	if x != nil && x.CpuShare != nil {
+		return *x.CpuShare
+	}
+	return 0
+}
+
+// TenantUsage is what a tenant uses now, in the quota's units.
+type TenantUsage struct {
+	state           protoimpl.MessageState `protogen:"open.v1"`
+	Slots           uint32                 `protobuf:"varint,1,opt,name=slots,proto3" json:"slots,omitempty"`
+	Jobs            uint32                 `protobuf:"varint,2,opt,name=jobs,proto3" json:"jobs,omitempty"`
+	Modules         uint32                 `protobuf:"varint,3,opt,name=modules,proto3" json:"modules,omitempty"`
+	CheckpointBytes uint64                 `protobuf:"varint,4,opt,name=checkpoint_bytes,json=checkpointBytes,proto3" json:"checkpoint_bytes,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
+}
+
+func (x *TenantUsage) Reset() {
+	*x = TenantUsage{}
+	mi := &file_eddy_v1_control_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TenantUsage) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TenantUsage) ProtoMessage() {}
+
+func (x *TenantUsage) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TenantUsage.ProtoReflect.Descriptor instead.
+func (*TenantUsage) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *TenantUsage) GetSlots() uint32 {
+	if x != nil {
+		return x.Slots
+	}
+	return 0
+}
+
+func (x *TenantUsage) GetJobs() uint32 {
+	if x != nil {
+		return x.Jobs
+	}
+	return 0
+}
+
+func (x *TenantUsage) GetModules() uint32 {
+	if x != nil {
+		return x.Modules
+	}
+	return 0
+}
+
+func (x *TenantUsage) GetCheckpointBytes() uint64 {
+	if x != nil {
+		return x.CheckpointBytes
+	}
+	return 0
+}
+
+type TenantInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	CreatedUnixMs int64                  `protobuf:"varint,2,opt,name=created_unix_ms,json=createdUnixMs,proto3" json:"created_unix_ms,omitempty"`
+	Quota         *TenantQuota           `protobuf:"bytes,3,opt,name=quota,proto3" json:"quota,omitempty"`
+	Usage         *TenantUsage           `protobuf:"bytes,4,opt,name=usage,proto3" json:"usage,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TenantInfo) Reset() {
+	*x = TenantInfo{}
+	mi := &file_eddy_v1_control_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TenantInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TenantInfo) ProtoMessage() {}
+
+func (x *TenantInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TenantInfo.ProtoReflect.Descriptor instead.
+func (*TenantInfo) Descriptor() ([]byte, []int) {
 	return file_eddy_v1_control_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *TenantInfo) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *TenantInfo) GetCreatedUnixMs() int64 {
+	if x != nil {
+		return x.CreatedUnixMs
+	}
+	return 0
+}
+
+func (x *TenantInfo) GetQuota() *TenantQuota {
+	if x != nil {
+		return x.Quota
+	}
+	return nil
+}
+
+func (x *TenantInfo) GetUsage() *TenantUsage {
+	if x != nil {
+		return x.Usage
+	}
+	return nil
+}
+
+type CreateTenantRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Quota         *TenantQuota           `protobuf:"bytes,2,opt,name=quota,proto3" json:"quota,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTenantRequest) Reset() {
+	*x = CreateTenantRequest{}
+	mi := &file_eddy_v1_control_proto_msgTypes[3]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTenantRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTenantRequest) ProtoMessage() {}
+
+func (x *CreateTenantRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[3]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTenantRequest.ProtoReflect.Descriptor instead.
+func (*CreateTenantRequest) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{3}
+}
+
+func (x *CreateTenantRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *CreateTenantRequest) GetQuota() *TenantQuota {
+	if x != nil {
+		return x.Quota
+	}
+	return nil
+}
+
+type CreateTenantResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        *TenantInfo            `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTenantResponse) Reset() {
+	*x = CreateTenantResponse{}
+	mi := &file_eddy_v1_control_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTenantResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTenantResponse) ProtoMessage() {}
+
+func (x *CreateTenantResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTenantResponse.ProtoReflect.Descriptor instead.
+func (*CreateTenantResponse) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *CreateTenantResponse) GetTenant() *TenantInfo {
+	if x != nil {
+		return x.Tenant
+	}
+	return nil
+}
+
+type ListTenantsRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTenantsRequest) Reset() {
+	*x = ListTenantsRequest{}
+	mi := &file_eddy_v1_control_proto_msgTypes[5]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTenantsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTenantsRequest) ProtoMessage() {}
+
+func (x *ListTenantsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[5]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTenantsRequest.ProtoReflect.Descriptor instead.
+func (*ListTenantsRequest) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{5}
+}
+
+type ListTenantsResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenants       []*TenantInfo          `protobuf:"bytes,1,rep,name=tenants,proto3" json:"tenants,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTenantsResponse) Reset() {
+	*x = ListTenantsResponse{}
+	mi := &file_eddy_v1_control_proto_msgTypes[6]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTenantsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTenantsResponse) ProtoMessage() {}
+
+func (x *ListTenantsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[6]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTenantsResponse.ProtoReflect.Descriptor instead.
+func (*ListTenantsResponse) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{6}
+}
+
+func (x *ListTenantsResponse) GetTenants() []*TenantInfo {
+	if x != nil {
+		return x.Tenants
+	}
+	return nil
+}
+
+type DeleteTenantRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteTenantRequest) Reset() {
+	*x = DeleteTenantRequest{}
+	mi := &file_eddy_v1_control_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteTenantRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteTenantRequest) ProtoMessage() {}
+
+func (x *DeleteTenantRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteTenantRequest.ProtoReflect.Descriptor instead.
+func (*DeleteTenantRequest) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *DeleteTenantRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type DeleteTenantResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DeleteTenantResponse) Reset() {
+	*x = DeleteTenantResponse{}
+	mi := &file_eddy_v1_control_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DeleteTenantResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DeleteTenantResponse) ProtoMessage() {}
+
+func (x *DeleteTenantResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DeleteTenantResponse.ProtoReflect.Descriptor instead.
+func (*DeleteTenantResponse) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{8}
+}
+
+type SetQuotaRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Quota         *TenantQuota           `protobuf:"bytes,2,opt,name=quota,proto3" json:"quota,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetQuotaRequest) Reset() {
+	*x = SetQuotaRequest{}
+	mi := &file_eddy_v1_control_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetQuotaRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetQuotaRequest) ProtoMessage() {}
+
+func (x *SetQuotaRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetQuotaRequest.ProtoReflect.Descriptor instead.
+func (*SetQuotaRequest) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *SetQuotaRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *SetQuotaRequest) GetQuota() *TenantQuota {
+	if x != nil {
+		return x.Quota
+	}
+	return nil
+}
+
+type SetQuotaResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tenant        *TenantInfo            `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SetQuotaResponse) Reset() {
+	*x = SetQuotaResponse{}
+	mi := &file_eddy_v1_control_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SetQuotaResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SetQuotaResponse) ProtoMessage() {}
+
+func (x *SetQuotaResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SetQuotaResponse.ProtoReflect.Descriptor instead.
+func (*SetQuotaResponse) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *SetQuotaResponse) GetTenant() *TenantInfo {
+	if x != nil {
+		return x.Tenant
+	}
+	return nil
+}
+
+type TokenInfo struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Tenant        string                 `protobuf:"bytes,2,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Role          Role                   `protobuf:"varint,3,opt,name=role,proto3,enum=eddy.v1.Role" json:"role,omitempty"`
+	Description   string                 `protobuf:"bytes,4,opt,name=description,proto3" json:"description,omitempty"`
+	CreatedUnixMs int64                  `protobuf:"varint,5,opt,name=created_unix_ms,json=createdUnixMs,proto3" json:"created_unix_ms,omitempty"`
+	// 0: never.
+	ExpiresUnixMs int64 `protobuf:"varint,6,opt,name=expires_unix_ms,json=expiresUnixMs,proto3" json:"expires_unix_ms,omitempty"`
+	// 0 while not revoked.
+	RevokedUnixMs int64 `protobuf:"varint,7,opt,name=revoked_unix_ms,json=revokedUnixMs,proto3" json:"revoked_unix_ms,omitempty"`
+	// The id of the token that created it; empty for the bootstrap token.
+	CreatedBy     string `protobuf:"bytes,8,opt,name=created_by,json=createdBy,proto3" json:"created_by,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TokenInfo) Reset() {
+	*x = TokenInfo{}
+	mi := &file_eddy_v1_control_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TokenInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TokenInfo) ProtoMessage() {}
+
+func (x *TokenInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TokenInfo.ProtoReflect.Descriptor instead.
+func (*TokenInfo) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *TokenInfo) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *TokenInfo) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *TokenInfo) GetRole() Role {
+	if x != nil {
+		return x.Role
+	}
+	return Role_ROLE_UNSPECIFIED
+}
+
+func (x *TokenInfo) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *TokenInfo) GetCreatedUnixMs() int64 {
+	if x != nil {
+		return x.CreatedUnixMs
+	}
+	return 0
+}
+
+func (x *TokenInfo) GetExpiresUnixMs() int64 {
+	if x != nil {
+		return x.ExpiresUnixMs
+	}
+	return 0
+}
+
+func (x *TokenInfo) GetRevokedUnixMs() int64 {
+	if x != nil {
+		return x.RevokedUnixMs
+	}
+	return 0
+}
+
+func (x *TokenInfo) GetCreatedBy() string {
+	if x != nil {
+		return x.CreatedBy
+	}
+	return ""
+}
+
+type CreateTokenRequest struct {
+	state       protoimpl.MessageState `protogen:"open.v1"`
+	Tenant      string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Role        Role                   `protobuf:"varint,2,opt,name=role,proto3,enum=eddy.v1.Role" json:"role,omitempty"`
+	Description string                 `protobuf:"bytes,3,opt,name=description,proto3" json:"description,omitempty"`
+	// 0: the token does not expire.
+	TtlSeconds    uint64 `protobuf:"varint,4,opt,name=ttl_seconds,json=ttlSeconds,proto3" json:"ttl_seconds,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTokenRequest) Reset() {
+	*x = CreateTokenRequest{}
+	mi := &file_eddy_v1_control_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTokenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTokenRequest) ProtoMessage() {}
+
+func (x *CreateTokenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTokenRequest.ProtoReflect.Descriptor instead.
+func (*CreateTokenRequest) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *CreateTokenRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *CreateTokenRequest) GetRole() Role {
+	if x != nil {
+		return x.Role
+	}
+	return Role_ROLE_UNSPECIFIED
+}
+
+func (x *CreateTokenRequest) GetDescription() string {
+	if x != nil {
+		return x.Description
+	}
+	return ""
+}
+
+func (x *CreateTokenRequest) GetTtlSeconds() uint64 {
+	if x != nil {
+		return x.TtlSeconds
+	}
+	return 0
+}
+
+type CreateTokenResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Token *TokenInfo             `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	// The token itself, "eddy_<id>_<secret>": shown once, stored nowhere.
+	Secret        string `protobuf:"bytes,2,opt,name=secret,proto3" json:"secret,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *CreateTokenResponse) Reset() {
+	*x = CreateTokenResponse{}
+	mi := &file_eddy_v1_control_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *CreateTokenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*CreateTokenResponse) ProtoMessage() {}
+
+func (x *CreateTokenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use CreateTokenResponse.ProtoReflect.Descriptor instead.
+func (*CreateTokenResponse) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *CreateTokenResponse) GetToken() *TokenInfo {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+func (x *CreateTokenResponse) GetSecret() string {
+	if x != nil {
+		return x.Secret
+	}
+	return ""
+}
+
+type ListTokensRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Admins: a tenant, or empty for every tenant.
+	Tenant        string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTokensRequest) Reset() {
+	*x = ListTokensRequest{}
+	mi := &file_eddy_v1_control_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTokensRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTokensRequest) ProtoMessage() {}
+
+func (x *ListTokensRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTokensRequest.ProtoReflect.Descriptor instead.
+func (*ListTokensRequest) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *ListTokensRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+type ListTokensResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Tokens        []*TokenInfo           `protobuf:"bytes,1,rep,name=tokens,proto3" json:"tokens,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListTokensResponse) Reset() {
+	*x = ListTokensResponse{}
+	mi := &file_eddy_v1_control_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListTokensResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListTokensResponse) ProtoMessage() {}
+
+func (x *ListTokensResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListTokensResponse.ProtoReflect.Descriptor instead.
+func (*ListTokensResponse) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *ListTokensResponse) GetTokens() []*TokenInfo {
+	if x != nil {
+		return x.Tokens
+	}
+	return nil
+}
+
+type RevokeTokenRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeTokenRequest) Reset() {
+	*x = RevokeTokenRequest{}
+	mi := &file_eddy_v1_control_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeTokenRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeTokenRequest) ProtoMessage() {}
+
+func (x *RevokeTokenRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeTokenRequest.ProtoReflect.Descriptor instead.
+func (*RevokeTokenRequest) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *RevokeTokenRequest) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+type RevokeTokenResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Token         *TokenInfo             `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *RevokeTokenResponse) Reset() {
+	*x = RevokeTokenResponse{}
+	mi := &file_eddy_v1_control_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *RevokeTokenResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*RevokeTokenResponse) ProtoMessage() {}
+
+func (x *RevokeTokenResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use RevokeTokenResponse.ProtoReflect.Descriptor instead.
+func (*RevokeTokenResponse) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *RevokeTokenResponse) GetToken() *TokenInfo {
+	if x != nil {
+		return x.Token
+	}
+	return nil
+}
+
+type AuditEntry struct {
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Seq      uint64                 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	AtUnixMs int64                  `protobuf:"varint,2,opt,name=at_unix_ms,json=atUnixMs,proto3" json:"at_unix_ms,omitempty"`
+	// Empty for a call without a valid token.
+	TokenId string `protobuf:"bytes,3,opt,name=token_id,json=tokenId,proto3" json:"token_id,omitempty"`
+	Tenant  string `protobuf:"bytes,4,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	Role    Role   `protobuf:"varint,5,opt,name=role,proto3,enum=eddy.v1.Role" json:"role,omitempty"`
+	// The RPC's name, e.g. "SubmitJob".
+	Method string `protobuf:"bytes,6,opt,name=method,proto3" json:"method,omitempty"`
+	// What it acted on, e.g. "tenant/acme job/acme-3".
+	Target string `protobuf:"bytes,7,opt,name=target,proto3" json:"target,omitempty"`
+	// "ok", or the status code and message it was refused with.
+	Outcome       string `protobuf:"bytes,8,opt,name=outcome,proto3" json:"outcome,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AuditEntry) Reset() {
+	*x = AuditEntry{}
+	mi := &file_eddy_v1_control_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AuditEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AuditEntry) ProtoMessage() {}
+
+func (x *AuditEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AuditEntry.ProtoReflect.Descriptor instead.
+func (*AuditEntry) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *AuditEntry) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *AuditEntry) GetAtUnixMs() int64 {
+	if x != nil {
+		return x.AtUnixMs
+	}
+	return 0
+}
+
+func (x *AuditEntry) GetTokenId() string {
+	if x != nil {
+		return x.TokenId
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetRole() Role {
+	if x != nil {
+		return x.Role
+	}
+	return Role_ROLE_UNSPECIFIED
+}
+
+func (x *AuditEntry) GetMethod() string {
+	if x != nil {
+		return x.Method
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetTarget() string {
+	if x != nil {
+		return x.Target
+	}
+	return ""
+}
+
+func (x *AuditEntry) GetOutcome() string {
+	if x != nil {
+		return x.Outcome
+	}
+	return ""
+}
+
+type ListAuditRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Entries with a sequence number above this one.
+	AfterSeq uint64 `protobuf:"varint,1,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
+	// At most this many (0: 100), oldest first.
+	Limit uint32 `protobuf:"varint,2,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Only calls made by tokens of this tenant (empty: all).
+	Tenant        string `protobuf:"bytes,3,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditRequest) Reset() {
+	*x = ListAuditRequest{}
+	mi := &file_eddy_v1_control_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditRequest) ProtoMessage() {}
+
+func (x *ListAuditRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditRequest.ProtoReflect.Descriptor instead.
+func (*ListAuditRequest) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *ListAuditRequest) GetAfterSeq() uint64 {
+	if x != nil {
+		return x.AfterSeq
+	}
+	return 0
+}
+
+func (x *ListAuditRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *ListAuditRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+type ListAuditResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Entries       []*AuditEntry          `protobuf:"bytes,1,rep,name=entries,proto3" json:"entries,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ListAuditResponse) Reset() {
+	*x = ListAuditResponse{}
+	mi := &file_eddy_v1_control_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ListAuditResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ListAuditResponse) ProtoMessage() {}
+
+func (x *ListAuditResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ListAuditResponse.ProtoReflect.Descriptor instead.
+func (*ListAuditResponse) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *ListAuditResponse) GetEntries() []*AuditEntry {
+	if x != nil {
+		return x.Entries
+	}
+	return nil
+}
+
+type WhoAmIRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WhoAmIRequest) Reset() {
+	*x = WhoAmIRequest{}
+	mi := &file_eddy_v1_control_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WhoAmIRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WhoAmIRequest) ProtoMessage() {}
+
+func (x *WhoAmIRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WhoAmIRequest.ProtoReflect.Descriptor instead.
+func (*WhoAmIRequest) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{21}
+}
+
+type WhoAmIResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Token         *TokenInfo             `protobuf:"bytes,1,opt,name=token,proto3" json:"token,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *WhoAmIResponse) Reset() {
+	*x = WhoAmIResponse{}
+	mi := &file_eddy_v1_control_proto_msgTypes[22]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *WhoAmIResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*WhoAmIResponse) ProtoMessage() {}
+
+func (x *WhoAmIResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[22]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use WhoAmIResponse.ProtoReflect.Descriptor instead.
+func (*WhoAmIResponse) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{22}
+}
+
+func (x *WhoAmIResponse) GetToken() *TokenInfo {
+	if x != nil {
+		return x.Token
+	}
+	return nil
 }
 
 // ModuleInfo describes one stored version of a module.
@@ -200,7 +1572,7 @@ type ModuleInfo struct {
 
 func (x *ModuleInfo) Reset() {
 	*x = ModuleInfo{}
-	mi := &file_eddy_v1_control_proto_msgTypes[0]
+	mi := &file_eddy_v1_control_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -212,7 +1584,7 @@ func (x *ModuleInfo) String() string {
 func (*ModuleInfo) ProtoMessage() {}
 
 func (x *ModuleInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[0]
+	mi := &file_eddy_v1_control_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -225,7 +1597,7 @@ func (x *ModuleInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleInfo.ProtoReflect.Descriptor instead.
 func (*ModuleInfo) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{0}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *ModuleInfo) GetTenant() string {
@@ -283,7 +1655,7 @@ type UploadModuleRequest struct {
 
 func (x *UploadModuleRequest) Reset() {
 	*x = UploadModuleRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[1]
+	mi := &file_eddy_v1_control_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -295,7 +1667,7 @@ func (x *UploadModuleRequest) String() string {
 func (*UploadModuleRequest) ProtoMessage() {}
 
 func (x *UploadModuleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[1]
+	mi := &file_eddy_v1_control_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -308,7 +1680,7 @@ func (x *UploadModuleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UploadModuleRequest.ProtoReflect.Descriptor instead.
 func (*UploadModuleRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{1}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{24}
 }
 
 func (x *UploadModuleRequest) GetTenant() string {
@@ -345,7 +1717,7 @@ type UploadModuleResponse struct {
 
 func (x *UploadModuleResponse) Reset() {
 	*x = UploadModuleResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[2]
+	mi := &file_eddy_v1_control_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -357,7 +1729,7 @@ func (x *UploadModuleResponse) String() string {
 func (*UploadModuleResponse) ProtoMessage() {}
 
 func (x *UploadModuleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[2]
+	mi := &file_eddy_v1_control_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -370,7 +1742,7 @@ func (x *UploadModuleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use UploadModuleResponse.ProtoReflect.Descriptor instead.
 func (*UploadModuleResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{2}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *UploadModuleResponse) GetModule() *ModuleInfo {
@@ -399,7 +1771,7 @@ type ListModulesRequest struct {
 
 func (x *ListModulesRequest) Reset() {
 	*x = ListModulesRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[3]
+	mi := &file_eddy_v1_control_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -411,7 +1783,7 @@ func (x *ListModulesRequest) String() string {
 func (*ListModulesRequest) ProtoMessage() {}
 
 func (x *ListModulesRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[3]
+	mi := &file_eddy_v1_control_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -424,7 +1796,7 @@ func (x *ListModulesRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListModulesRequest.ProtoReflect.Descriptor instead.
 func (*ListModulesRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{3}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{26}
 }
 
 func (x *ListModulesRequest) GetTenant() string {
@@ -450,7 +1822,7 @@ type ListModulesResponse struct {
 
 func (x *ListModulesResponse) Reset() {
 	*x = ListModulesResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[4]
+	mi := &file_eddy_v1_control_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -462,7 +1834,7 @@ func (x *ListModulesResponse) String() string {
 func (*ListModulesResponse) ProtoMessage() {}
 
 func (x *ListModulesResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[4]
+	mi := &file_eddy_v1_control_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -475,7 +1847,7 @@ func (x *ListModulesResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListModulesResponse.ProtoReflect.Descriptor instead.
 func (*ListModulesResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{4}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{27}
 }
 
 func (x *ListModulesResponse) GetModules() []*ModuleInfo {
@@ -499,7 +1871,7 @@ type GetModuleRequest struct {
 
 func (x *GetModuleRequest) Reset() {
 	*x = GetModuleRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[5]
+	mi := &file_eddy_v1_control_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -511,7 +1883,7 @@ func (x *GetModuleRequest) String() string {
 func (*GetModuleRequest) ProtoMessage() {}
 
 func (x *GetModuleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[5]
+	mi := &file_eddy_v1_control_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -524,7 +1896,7 @@ func (x *GetModuleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModuleRequest.ProtoReflect.Descriptor instead.
 func (*GetModuleRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{5}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *GetModuleRequest) GetTenant() string {
@@ -565,7 +1937,7 @@ type GetModuleResponse struct {
 
 func (x *GetModuleResponse) Reset() {
 	*x = GetModuleResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[6]
+	mi := &file_eddy_v1_control_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -577,7 +1949,7 @@ func (x *GetModuleResponse) String() string {
 func (*GetModuleResponse) ProtoMessage() {}
 
 func (x *GetModuleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[6]
+	mi := &file_eddy_v1_control_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -590,7 +1962,7 @@ func (x *GetModuleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use GetModuleResponse.ProtoReflect.Descriptor instead.
 func (*GetModuleResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{6}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *GetModuleResponse) GetModule() *ModuleInfo {
@@ -631,7 +2003,7 @@ type SubmitJobRequest struct {
 
 func (x *SubmitJobRequest) Reset() {
 	*x = SubmitJobRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[7]
+	mi := &file_eddy_v1_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -643,7 +2015,7 @@ func (x *SubmitJobRequest) String() string {
 func (*SubmitJobRequest) ProtoMessage() {}
 
 func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[7]
+	mi := &file_eddy_v1_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -656,7 +2028,7 @@ func (x *SubmitJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobRequest.ProtoReflect.Descriptor instead.
 func (*SubmitJobRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{7}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *SubmitJobRequest) GetTenant() string {
@@ -703,7 +2075,7 @@ type SubmitJobResponse struct {
 
 func (x *SubmitJobResponse) Reset() {
 	*x = SubmitJobResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[8]
+	mi := &file_eddy_v1_control_proto_msgTypes[31]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -715,7 +2087,7 @@ func (x *SubmitJobResponse) String() string {
 func (*SubmitJobResponse) ProtoMessage() {}
 
 func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[8]
+	mi := &file_eddy_v1_control_proto_msgTypes[31]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -728,7 +2100,7 @@ func (x *SubmitJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SubmitJobResponse.ProtoReflect.Descriptor instead.
 func (*SubmitJobResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{8}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{31}
 }
 
 func (x *SubmitJobResponse) GetJobId() string {
@@ -747,7 +2119,7 @@ type ListJobsRequest struct {
 
 func (x *ListJobsRequest) Reset() {
 	*x = ListJobsRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[9]
+	mi := &file_eddy_v1_control_proto_msgTypes[32]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -759,7 +2131,7 @@ func (x *ListJobsRequest) String() string {
 func (*ListJobsRequest) ProtoMessage() {}
 
 func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[9]
+	mi := &file_eddy_v1_control_proto_msgTypes[32]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -772,7 +2144,7 @@ func (x *ListJobsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsRequest.ProtoReflect.Descriptor instead.
 func (*ListJobsRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{9}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{32}
 }
 
 func (x *ListJobsRequest) GetTenant() string {
@@ -805,7 +2177,7 @@ type JobSummary struct {
 
 func (x *JobSummary) Reset() {
 	*x = JobSummary{}
-	mi := &file_eddy_v1_control_proto_msgTypes[10]
+	mi := &file_eddy_v1_control_proto_msgTypes[33]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -817,7 +2189,7 @@ func (x *JobSummary) String() string {
 func (*JobSummary) ProtoMessage() {}
 
 func (x *JobSummary) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[10]
+	mi := &file_eddy_v1_control_proto_msgTypes[33]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -830,7 +2202,7 @@ func (x *JobSummary) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobSummary.ProtoReflect.Descriptor instead.
 func (*JobSummary) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{10}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{33}
 }
 
 func (x *JobSummary) GetJobId() string {
@@ -899,7 +2271,7 @@ type ListJobsResponse struct {
 
 func (x *ListJobsResponse) Reset() {
 	*x = ListJobsResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[11]
+	mi := &file_eddy_v1_control_proto_msgTypes[34]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -911,7 +2283,7 @@ func (x *ListJobsResponse) String() string {
 func (*ListJobsResponse) ProtoMessage() {}
 
 func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[11]
+	mi := &file_eddy_v1_control_proto_msgTypes[34]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -924,7 +2296,7 @@ func (x *ListJobsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ListJobsResponse.ProtoReflect.Descriptor instead.
 func (*ListJobsResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{11}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{34}
 }
 
 func (x *ListJobsResponse) GetJobs() []*JobSummary {
@@ -946,7 +2318,7 @@ type JobStatusRequest struct {
 
 func (x *JobStatusRequest) Reset() {
 	*x = JobStatusRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[12]
+	mi := &file_eddy_v1_control_proto_msgTypes[35]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -958,7 +2330,7 @@ func (x *JobStatusRequest) String() string {
 func (*JobStatusRequest) ProtoMessage() {}
 
 func (x *JobStatusRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[12]
+	mi := &file_eddy_v1_control_proto_msgTypes[35]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -971,7 +2343,7 @@ func (x *JobStatusRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatusRequest.ProtoReflect.Descriptor instead.
 func (*JobStatusRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{12}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{35}
 }
 
 func (x *JobStatusRequest) GetTenant() string {
@@ -1008,7 +2380,7 @@ type TaskStatus struct {
 
 func (x *TaskStatus) Reset() {
 	*x = TaskStatus{}
-	mi := &file_eddy_v1_control_proto_msgTypes[13]
+	mi := &file_eddy_v1_control_proto_msgTypes[36]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1020,7 +2392,7 @@ func (x *TaskStatus) String() string {
 func (*TaskStatus) ProtoMessage() {}
 
 func (x *TaskStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[13]
+	mi := &file_eddy_v1_control_proto_msgTypes[36]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1033,7 +2405,7 @@ func (x *TaskStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskStatus.ProtoReflect.Descriptor instead.
 func (*TaskStatus) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{13}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{36}
 }
 
 func (x *TaskStatus) GetTaskId() string {
@@ -1108,7 +2480,7 @@ type CheckpointInfo struct {
 
 func (x *CheckpointInfo) Reset() {
 	*x = CheckpointInfo{}
-	mi := &file_eddy_v1_control_proto_msgTypes[14]
+	mi := &file_eddy_v1_control_proto_msgTypes[37]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1120,7 +2492,7 @@ func (x *CheckpointInfo) String() string {
 func (*CheckpointInfo) ProtoMessage() {}
 
 func (x *CheckpointInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[14]
+	mi := &file_eddy_v1_control_proto_msgTypes[37]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1133,7 +2505,7 @@ func (x *CheckpointInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointInfo.ProtoReflect.Descriptor instead.
 func (*CheckpointInfo) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{14}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{37}
 }
 
 func (x *CheckpointInfo) GetCheckpointId() uint64 {
@@ -1213,7 +2585,7 @@ type JobStatusResponse struct {
 
 func (x *JobStatusResponse) Reset() {
 	*x = JobStatusResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[15]
+	mi := &file_eddy_v1_control_proto_msgTypes[38]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1225,7 +2597,7 @@ func (x *JobStatusResponse) String() string {
 func (*JobStatusResponse) ProtoMessage() {}
 
 func (x *JobStatusResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[15]
+	mi := &file_eddy_v1_control_proto_msgTypes[38]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1238,7 +2610,7 @@ func (x *JobStatusResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobStatusResponse.ProtoReflect.Descriptor instead.
 func (*JobStatusResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{15}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{38}
 }
 
 func (x *JobStatusResponse) GetJob() *JobSummary {
@@ -1272,7 +2644,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[16]
+	mi := &file_eddy_v1_control_proto_msgTypes[39]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1284,7 +2656,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[16]
+	mi := &file_eddy_v1_control_proto_msgTypes[39]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1297,7 +2669,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{16}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{39}
 }
 
 func (x *CancelJobRequest) GetTenant() string {
@@ -1324,7 +2696,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[17]
+	mi := &file_eddy_v1_control_proto_msgTypes[40]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1336,7 +2708,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[17]
+	mi := &file_eddy_v1_control_proto_msgTypes[40]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1349,7 +2721,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{17}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{40}
 }
 
 func (x *CancelJobResponse) GetState() JobState {
@@ -1371,7 +2743,7 @@ type TriggerSavepointRequest struct {
 
 func (x *TriggerSavepointRequest) Reset() {
 	*x = TriggerSavepointRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[18]
+	mi := &file_eddy_v1_control_proto_msgTypes[41]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1383,7 +2755,7 @@ func (x *TriggerSavepointRequest) String() string {
 func (*TriggerSavepointRequest) ProtoMessage() {}
 
 func (x *TriggerSavepointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[18]
+	mi := &file_eddy_v1_control_proto_msgTypes[41]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1396,7 +2768,7 @@ func (x *TriggerSavepointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerSavepointRequest.ProtoReflect.Descriptor instead.
 func (*TriggerSavepointRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{18}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{41}
 }
 
 func (x *TriggerSavepointRequest) GetTenant() string {
@@ -1434,7 +2806,7 @@ type TriggerSavepointResponse struct {
 
 func (x *TriggerSavepointResponse) Reset() {
 	*x = TriggerSavepointResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[19]
+	mi := &file_eddy_v1_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1446,7 +2818,7 @@ func (x *TriggerSavepointResponse) String() string {
 func (*TriggerSavepointResponse) ProtoMessage() {}
 
 func (x *TriggerSavepointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[19]
+	mi := &file_eddy_v1_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1459,7 +2831,7 @@ func (x *TriggerSavepointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerSavepointResponse.ProtoReflect.Descriptor instead.
 func (*TriggerSavepointResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{19}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *TriggerSavepointResponse) GetPath() string {
@@ -1499,7 +2871,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[20]
+	mi := &file_eddy_v1_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1511,7 +2883,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[20]
+	mi := &file_eddy_v1_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1524,7 +2896,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{20}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *JoinRequest) GetNodeId() string {
@@ -1556,7 +2928,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[21]
+	mi := &file_eddy_v1_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1568,7 +2940,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[21]
+	mi := &file_eddy_v1_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1581,7 +2953,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{21}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{44}
 }
 
 type LeaveRequest struct {
@@ -1593,7 +2965,7 @@ type LeaveRequest struct {
 
 func (x *LeaveRequest) Reset() {
 	*x = LeaveRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[22]
+	mi := &file_eddy_v1_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1605,7 +2977,7 @@ func (x *LeaveRequest) String() string {
 func (*LeaveRequest) ProtoMessage() {}
 
 func (x *LeaveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[22]
+	mi := &file_eddy_v1_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1618,7 +2990,7 @@ func (x *LeaveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveRequest.ProtoReflect.Descriptor instead.
 func (*LeaveRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{22}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *LeaveRequest) GetNodeId() string {
@@ -1636,7 +3008,7 @@ type LeaveResponse struct {
 
 func (x *LeaveResponse) Reset() {
 	*x = LeaveResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[23]
+	mi := &file_eddy_v1_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1648,7 +3020,7 @@ func (x *LeaveResponse) String() string {
 func (*LeaveResponse) ProtoMessage() {}
 
 func (x *LeaveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[23]
+	mi := &file_eddy_v1_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1661,7 +3033,7 @@ func (x *LeaveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveResponse.ProtoReflect.Descriptor instead.
 func (*LeaveResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{23}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{46}
 }
 
 type ClusterInfoRequest struct {
@@ -1672,7 +3044,7 @@ type ClusterInfoRequest struct {
 
 func (x *ClusterInfoRequest) Reset() {
 	*x = ClusterInfoRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[24]
+	mi := &file_eddy_v1_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1684,7 +3056,7 @@ func (x *ClusterInfoRequest) String() string {
 func (*ClusterInfoRequest) ProtoMessage() {}
 
 func (x *ClusterInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[24]
+	mi := &file_eddy_v1_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1697,7 +3069,7 @@ func (x *ClusterInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterInfoRequest.ProtoReflect.Descriptor instead.
 func (*ClusterInfoRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{24}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{47}
 }
 
 type CoordinatorInfo struct {
@@ -1713,7 +3085,7 @@ type CoordinatorInfo struct {
 
 func (x *CoordinatorInfo) Reset() {
 	*x = CoordinatorInfo{}
-	mi := &file_eddy_v1_control_proto_msgTypes[25]
+	mi := &file_eddy_v1_control_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1725,7 +3097,7 @@ func (x *CoordinatorInfo) String() string {
 func (*CoordinatorInfo) ProtoMessage() {}
 
 func (x *CoordinatorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[25]
+	mi := &file_eddy_v1_control_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1738,7 +3110,7 @@ func (x *CoordinatorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordinatorInfo.ProtoReflect.Descriptor instead.
 func (*CoordinatorInfo) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{25}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *CoordinatorInfo) GetNodeId() string {
@@ -1790,7 +3162,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_eddy_v1_control_proto_msgTypes[26]
+	mi := &file_eddy_v1_control_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1802,7 +3174,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[26]
+	mi := &file_eddy_v1_control_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1815,7 +3187,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{26}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *WorkerInfo) GetWorkerId() string {
@@ -1871,7 +3243,7 @@ type ClusterInfoResponse struct {
 
 func (x *ClusterInfoResponse) Reset() {
 	*x = ClusterInfoResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[27]
+	mi := &file_eddy_v1_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1883,7 +3255,7 @@ func (x *ClusterInfoResponse) String() string {
 func (*ClusterInfoResponse) ProtoMessage() {}
 
 func (x *ClusterInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[27]
+	mi := &file_eddy_v1_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1896,7 +3268,7 @@ func (x *ClusterInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterInfoResponse.ProtoReflect.Descriptor instead.
 func (*ClusterInfoResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{27}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *ClusterInfoResponse) GetLeaderId() string {
@@ -1924,7 +3296,110 @@ var File_eddy_v1_control_proto protoreflect.FileDescriptor
 
 const file_eddy_v1_control_proto_rawDesc = "" +
 	"\n" +
-	"\x15eddy/v1/control.proto\x12\aeddy.v1\x1a\x14eddy/v1/common.proto\"\xa6\x01\n" +
+	"\x15eddy/v1/control.proto\x12\aeddy.v1\x1a\x14eddy/v1/common.proto\"\xc9\x04\n" +
+	"\vTenantQuota\x12\x19\n" +
+	"\x05slots\x18\x01 \x01(\rH\x00R\x05slots\x88\x01\x01\x12\x17\n" +
+	"\x04jobs\x18\x02 \x01(\rH\x01R\x04jobs\x88\x01\x01\x12\x1d\n" +
+	"\amodules\x18\x03 \x01(\rH\x02R\amodules\x88\x01\x01\x12&\n" +
+	"\fmodule_bytes\x18\x04 \x01(\x04H\x03R\vmoduleBytes\x88\x01\x01\x12&\n" +
+	"\fmemory_bytes\x18\x05 \x01(\x04H\x04R\vmemoryBytes\x88\x01\x01\x12+\n" +
+	"\x0fcall_timeout_ms\x18\x06 \x01(\x04H\x05R\rcallTimeoutMs\x88\x01\x01\x12\"\n" +
+	"\n" +
+	"emit_bytes\x18\a \x01(\x04H\x06R\temitBytes\x88\x01\x01\x12&\n" +
+	"\femit_records\x18\b \x01(\x04H\aR\vemitRecords\x88\x01\x01\x12$\n" +
+	"\vstate_bytes\x18\t \x01(\x04H\bR\n" +
+	"stateBytes\x88\x01\x01\x12.\n" +
+	"\x10checkpoint_bytes\x18\n" +
+	" \x01(\x04H\tR\x0fcheckpointBytes\x88\x01\x01\x12 \n" +
+	"\tcpu_share\x18\v \x01(\rH\n" +
+	"R\bcpuShare\x88\x01\x01B\b\n" +
+	"\x06_slotsB\a\n" +
+	"\x05_jobsB\n" +
+	"\n" +
+	"\b_modulesB\x0f\n" +
+	"\r_module_bytesB\x0f\n" +
+	"\r_memory_bytesB\x12\n" +
+	"\x10_call_timeout_msB\r\n" +
+	"\v_emit_bytesB\x0f\n" +
+	"\r_emit_recordsB\x0e\n" +
+	"\f_state_bytesB\x13\n" +
+	"\x11_checkpoint_bytesB\f\n" +
+	"\n" +
+	"_cpu_share\"|\n" +
+	"\vTenantUsage\x12\x14\n" +
+	"\x05slots\x18\x01 \x01(\rR\x05slots\x12\x12\n" +
+	"\x04jobs\x18\x02 \x01(\rR\x04jobs\x12\x18\n" +
+	"\amodules\x18\x03 \x01(\rR\amodules\x12)\n" +
+	"\x10checkpoint_bytes\x18\x04 \x01(\x04R\x0fcheckpointBytes\"\x9c\x01\n" +
+	"\n" +
+	"TenantInfo\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12&\n" +
+	"\x0fcreated_unix_ms\x18\x02 \x01(\x03R\rcreatedUnixMs\x12*\n" +
+	"\x05quota\x18\x03 \x01(\v2\x14.eddy.v1.TenantQuotaR\x05quota\x12*\n" +
+	"\x05usage\x18\x04 \x01(\v2\x14.eddy.v1.TenantUsageR\x05usage\"Q\n" +
+	"\x13CreateTenantRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12*\n" +
+	"\x05quota\x18\x02 \x01(\v2\x14.eddy.v1.TenantQuotaR\x05quota\"C\n" +
+	"\x14CreateTenantResponse\x12+\n" +
+	"\x06tenant\x18\x01 \x01(\v2\x13.eddy.v1.TenantInfoR\x06tenant\"\x14\n" +
+	"\x12ListTenantsRequest\"D\n" +
+	"\x13ListTenantsResponse\x12-\n" +
+	"\atenants\x18\x01 \x03(\v2\x13.eddy.v1.TenantInfoR\atenants\"%\n" +
+	"\x13DeleteTenantRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"\x16\n" +
+	"\x14DeleteTenantResponse\"U\n" +
+	"\x0fSetQuotaRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12*\n" +
+	"\x05quota\x18\x02 \x01(\v2\x14.eddy.v1.TenantQuotaR\x05quota\"?\n" +
+	"\x10SetQuotaResponse\x12+\n" +
+	"\x06tenant\x18\x01 \x01(\v2\x13.eddy.v1.TenantInfoR\x06tenant\"\x8f\x02\n" +
+	"\tTokenInfo\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x16\n" +
+	"\x06tenant\x18\x02 \x01(\tR\x06tenant\x12!\n" +
+	"\x04role\x18\x03 \x01(\x0e2\r.eddy.v1.RoleR\x04role\x12 \n" +
+	"\vdescription\x18\x04 \x01(\tR\vdescription\x12&\n" +
+	"\x0fcreated_unix_ms\x18\x05 \x01(\x03R\rcreatedUnixMs\x12&\n" +
+	"\x0fexpires_unix_ms\x18\x06 \x01(\x03R\rexpiresUnixMs\x12&\n" +
+	"\x0frevoked_unix_ms\x18\a \x01(\x03R\rrevokedUnixMs\x12\x1d\n" +
+	"\n" +
+	"created_by\x18\b \x01(\tR\tcreatedBy\"\x92\x01\n" +
+	"\x12CreateTokenRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12!\n" +
+	"\x04role\x18\x02 \x01(\x0e2\r.eddy.v1.RoleR\x04role\x12 \n" +
+	"\vdescription\x18\x03 \x01(\tR\vdescription\x12\x1f\n" +
+	"\vttl_seconds\x18\x04 \x01(\x04R\n" +
+	"ttlSeconds\"W\n" +
+	"\x13CreateTokenResponse\x12(\n" +
+	"\x05token\x18\x01 \x01(\v2\x12.eddy.v1.TokenInfoR\x05token\x12\x16\n" +
+	"\x06secret\x18\x02 \x01(\tR\x06secret\"+\n" +
+	"\x11ListTokensRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\"@\n" +
+	"\x12ListTokensResponse\x12*\n" +
+	"\x06tokens\x18\x01 \x03(\v2\x12.eddy.v1.TokenInfoR\x06tokens\"$\n" +
+	"\x12RevokeTokenRequest\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\"?\n" +
+	"\x13RevokeTokenResponse\x12(\n" +
+	"\x05token\x18\x01 \x01(\v2\x12.eddy.v1.TokenInfoR\x05token\"\xdc\x01\n" +
+	"\n" +
+	"AuditEntry\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12\x1c\n" +
+	"\n" +
+	"at_unix_ms\x18\x02 \x01(\x03R\batUnixMs\x12\x19\n" +
+	"\btoken_id\x18\x03 \x01(\tR\atokenId\x12\x16\n" +
+	"\x06tenant\x18\x04 \x01(\tR\x06tenant\x12!\n" +
+	"\x04role\x18\x05 \x01(\x0e2\r.eddy.v1.RoleR\x04role\x12\x16\n" +
+	"\x06method\x18\x06 \x01(\tR\x06method\x12\x16\n" +
+	"\x06target\x18\a \x01(\tR\x06target\x12\x18\n" +
+	"\aoutcome\x18\b \x01(\tR\aoutcome\"]\n" +
+	"\x10ListAuditRequest\x12\x1b\n" +
+	"\tafter_seq\x18\x01 \x01(\x04R\bafterSeq\x12\x14\n" +
+	"\x05limit\x18\x02 \x01(\rR\x05limit\x12\x16\n" +
+	"\x06tenant\x18\x03 \x01(\tR\x06tenant\"B\n" +
+	"\x11ListAuditResponse\x12-\n" +
+	"\aentries\x18\x01 \x03(\v2\x13.eddy.v1.AuditEntryR\aentries\"\x0f\n" +
+	"\rWhoAmIRequest\":\n" +
+	"\x0eWhoAmIResponse\x12(\n" +
+	"\x05token\x18\x01 \x01(\v2\x12.eddy.v1.TokenInfoR\x05token\"\xa6\x01\n" +
 	"\n" +
 	"ModuleInfo\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x12\n" +
@@ -2046,7 +3521,13 @@ const file_eddy_v1_control_proto_rawDesc = "" +
 	"\x13ClusterInfoResponse\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12<\n" +
 	"\fcoordinators\x18\x02 \x03(\v2\x18.eddy.v1.CoordinatorInfoR\fcoordinators\x12-\n" +
-	"\aworkers\x18\x03 \x03(\v2\x13.eddy.v1.WorkerInfoR\aworkers*\x92\x01\n" +
+	"\aworkers\x18\x03 \x03(\v2\x13.eddy.v1.WorkerInfoR\aworkers*Q\n" +
+	"\x04Role\x12\x14\n" +
+	"\x10ROLE_UNSPECIFIED\x10\x00\x12\x0e\n" +
+	"\n" +
+	"ROLE_ADMIN\x10\x01\x12\x12\n" +
+	"\x0eROLE_DEVELOPER\x10\x02\x12\x0f\n" +
+	"\vROLE_VIEWER\x10\x03*\x92\x01\n" +
 	"\x0fCheckpointState\x12 \n" +
 	"\x1cCHECKPOINT_STATE_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cCHECKPOINT_STATE_IN_PROGRESS\x10\x01\x12\x1e\n" +
@@ -2060,7 +3541,7 @@ const file_eddy_v1_control_proto_rawDesc = "" +
 	"\vWorkerState\x12\x1c\n" +
 	"\x18WORKER_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12WORKER_STATE_ALIVE\x10\x01\x12\x15\n" +
-	"\x11WORKER_STATE_LOST\x10\x022\x81\x06\n" +
+	"\x11WORKER_STATE_LOST\x10\x022\x80\v\n" +
 	"\aControl\x12K\n" +
 	"\fUploadModule\x12\x1c.eddy.v1.UploadModuleRequest\x1a\x1d.eddy.v1.UploadModuleResponse\x12H\n" +
 	"\vListModules\x12\x1b.eddy.v1.ListModulesRequest\x1a\x1c.eddy.v1.ListModulesResponse\x12B\n" +
@@ -2072,7 +3553,17 @@ const file_eddy_v1_control_proto_rawDesc = "" +
 	"\x10TriggerSavepoint\x12 .eddy.v1.TriggerSavepointRequest\x1a!.eddy.v1.TriggerSavepointResponse\x123\n" +
 	"\x04Join\x12\x14.eddy.v1.JoinRequest\x1a\x15.eddy.v1.JoinResponse\x126\n" +
 	"\x05Leave\x12\x15.eddy.v1.LeaveRequest\x1a\x16.eddy.v1.LeaveResponse\x12H\n" +
-	"\vClusterInfo\x12\x1b.eddy.v1.ClusterInfoRequest\x1a\x1c.eddy.v1.ClusterInfoResponseB2Z0github.com/eddy-stream/eddy/proto/eddy/v1;eddyv1b\x06proto3"
+	"\vClusterInfo\x12\x1b.eddy.v1.ClusterInfoRequest\x1a\x1c.eddy.v1.ClusterInfoResponse\x12K\n" +
+	"\fCreateTenant\x12\x1c.eddy.v1.CreateTenantRequest\x1a\x1d.eddy.v1.CreateTenantResponse\x12H\n" +
+	"\vListTenants\x12\x1b.eddy.v1.ListTenantsRequest\x1a\x1c.eddy.v1.ListTenantsResponse\x12K\n" +
+	"\fDeleteTenant\x12\x1c.eddy.v1.DeleteTenantRequest\x1a\x1d.eddy.v1.DeleteTenantResponse\x12?\n" +
+	"\bSetQuota\x12\x18.eddy.v1.SetQuotaRequest\x1a\x19.eddy.v1.SetQuotaResponse\x12H\n" +
+	"\vCreateToken\x12\x1b.eddy.v1.CreateTokenRequest\x1a\x1c.eddy.v1.CreateTokenResponse\x12E\n" +
+	"\n" +
+	"ListTokens\x12\x1a.eddy.v1.ListTokensRequest\x1a\x1b.eddy.v1.ListTokensResponse\x12H\n" +
+	"\vRevokeToken\x12\x1b.eddy.v1.RevokeTokenRequest\x1a\x1c.eddy.v1.RevokeTokenResponse\x12B\n" +
+	"\tListAudit\x12\x19.eddy.v1.ListAuditRequest\x1a\x1a.eddy.v1.ListAuditResponse\x129\n" +
+	"\x06WhoAmI\x12\x16.eddy.v1.WhoAmIRequest\x1a\x17.eddy.v1.WhoAmIResponseB2Z0github.com/eddy-stream/eddy/proto/eddy/v1;eddyv1b\x06proto3"
 
 var (
 	file_eddy_v1_control_proto_rawDescOnce sync.Once
@@ -2086,91 +3577,148 @@ func file_eddy_v1_control_proto_rawDescGZIP() []byte {
 	return file_eddy_v1_control_proto_rawDescData
 }
 
-var file_eddy_v1_control_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_eddy_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_eddy_v1_control_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
+var file_eddy_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
 var file_eddy_v1_control_proto_goTypes = []any{
-	(CheckpointState)(0),             // 0: eddy.v1.CheckpointState
-	(CoordinatorRole)(0),             // 1: eddy.v1.CoordinatorRole
-	(WorkerState)(0),                 // 2: eddy.v1.WorkerState
-	(*ModuleInfo)(nil),               // 3: eddy.v1.ModuleInfo
-	(*UploadModuleRequest)(nil),      // 4: eddy.v1.UploadModuleRequest
-	(*UploadModuleResponse)(nil),     // 5: eddy.v1.UploadModuleResponse
-	(*ListModulesRequest)(nil),       // 6: eddy.v1.ListModulesRequest
-	(*ListModulesResponse)(nil),      // 7: eddy.v1.ListModulesResponse
-	(*GetModuleRequest)(nil),         // 8: eddy.v1.GetModuleRequest
-	(*GetModuleResponse)(nil),        // 9: eddy.v1.GetModuleResponse
-	(*SubmitJobRequest)(nil),         // 10: eddy.v1.SubmitJobRequest
-	(*SubmitJobResponse)(nil),        // 11: eddy.v1.SubmitJobResponse
-	(*ListJobsRequest)(nil),          // 12: eddy.v1.ListJobsRequest
-	(*JobSummary)(nil),               // 13: eddy.v1.JobSummary
-	(*ListJobsResponse)(nil),         // 14: eddy.v1.ListJobsResponse
-	(*JobStatusRequest)(nil),         // 15: eddy.v1.JobStatusRequest
-	(*TaskStatus)(nil),               // 16: eddy.v1.TaskStatus
-	(*CheckpointInfo)(nil),           // 17: eddy.v1.CheckpointInfo
-	(*JobStatusResponse)(nil),        // 18: eddy.v1.JobStatusResponse
-	(*CancelJobRequest)(nil),         // 19: eddy.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),        // 20: eddy.v1.CancelJobResponse
-	(*TriggerSavepointRequest)(nil),  // 21: eddy.v1.TriggerSavepointRequest
-	(*TriggerSavepointResponse)(nil), // 22: eddy.v1.TriggerSavepointResponse
-	(*JoinRequest)(nil),              // 23: eddy.v1.JoinRequest
-	(*JoinResponse)(nil),             // 24: eddy.v1.JoinResponse
-	(*LeaveRequest)(nil),             // 25: eddy.v1.LeaveRequest
-	(*LeaveResponse)(nil),            // 26: eddy.v1.LeaveResponse
-	(*ClusterInfoRequest)(nil),       // 27: eddy.v1.ClusterInfoRequest
-	(*CoordinatorInfo)(nil),          // 28: eddy.v1.CoordinatorInfo
-	(*WorkerInfo)(nil),               // 29: eddy.v1.WorkerInfo
-	(*ClusterInfoResponse)(nil),      // 30: eddy.v1.ClusterInfoResponse
-	(JobState)(0),                    // 31: eddy.v1.JobState
-	(TaskState)(0),                   // 32: eddy.v1.TaskState
-	(*TaskMetrics)(nil),              // 33: eddy.v1.TaskMetrics
-	(CheckpointKind)(0),              // 34: eddy.v1.CheckpointKind
+	(Role)(0),                        // 0: eddy.v1.Role
+	(CheckpointState)(0),             // 1: eddy.v1.CheckpointState
+	(CoordinatorRole)(0),             // 2: eddy.v1.CoordinatorRole
+	(WorkerState)(0),                 // 3: eddy.v1.WorkerState
+	(*TenantQuota)(nil),              // 4: eddy.v1.TenantQuota
+	(*TenantUsage)(nil),              // 5: eddy.v1.TenantUsage
+	(*TenantInfo)(nil),               // 6: eddy.v1.TenantInfo
+	(*CreateTenantRequest)(nil),      // 7: eddy.v1.CreateTenantRequest
+	(*CreateTenantResponse)(nil),     // 8: eddy.v1.CreateTenantResponse
+	(*ListTenantsRequest)(nil),       // 9: eddy.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),      // 10: eddy.v1.ListTenantsResponse
+	(*DeleteTenantRequest)(nil),      // 11: eddy.v1.DeleteTenantRequest
+	(*DeleteTenantResponse)(nil),     // 12: eddy.v1.DeleteTenantResponse
+	(*SetQuotaRequest)(nil),          // 13: eddy.v1.SetQuotaRequest
+	(*SetQuotaResponse)(nil),         // 14: eddy.v1.SetQuotaResponse
+	(*TokenInfo)(nil),                // 15: eddy.v1.TokenInfo
+	(*CreateTokenRequest)(nil),       // 16: eddy.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),      // 17: eddy.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),        // 18: eddy.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),       // 19: eddy.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),       // 20: eddy.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),      // 21: eddy.v1.RevokeTokenResponse
+	(*AuditEntry)(nil),               // 22: eddy.v1.AuditEntry
+	(*ListAuditRequest)(nil),         // 23: eddy.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 24: eddy.v1.ListAuditResponse
+	(*WhoAmIRequest)(nil),            // 25: eddy.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),           // 26: eddy.v1.WhoAmIResponse
+	(*ModuleInfo)(nil),               // 27: eddy.v1.ModuleInfo
+	(*UploadModuleRequest)(nil),      // 28: eddy.v1.UploadModuleRequest
+	(*UploadModuleResponse)(nil),     // 29: eddy.v1.UploadModuleResponse
+	(*ListModulesRequest)(nil),       // 30: eddy.v1.ListModulesRequest
+	(*ListModulesResponse)(nil),      // 31: eddy.v1.ListModulesResponse
+	(*GetModuleRequest)(nil),         // 32: eddy.v1.GetModuleRequest
+	(*GetModuleResponse)(nil),        // 33: eddy.v1.GetModuleResponse
+	(*SubmitJobRequest)(nil),         // 34: eddy.v1.SubmitJobRequest
+	(*SubmitJobResponse)(nil),        // 35: eddy.v1.SubmitJobResponse
+	(*ListJobsRequest)(nil),          // 36: eddy.v1.ListJobsRequest
+	(*JobSummary)(nil),               // 37: eddy.v1.JobSummary
+	(*ListJobsResponse)(nil),         // 38: eddy.v1.ListJobsResponse
+	(*JobStatusRequest)(nil),         // 39: eddy.v1.JobStatusRequest
+	(*TaskStatus)(nil),               // 40: eddy.v1.TaskStatus
+	(*CheckpointInfo)(nil),           // 41: eddy.v1.CheckpointInfo
+	(*JobStatusResponse)(nil),        // 42: eddy.v1.JobStatusResponse
+	(*CancelJobRequest)(nil),         // 43: eddy.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),        // 44: eddy.v1.CancelJobResponse
+	(*TriggerSavepointRequest)(nil),  // 45: eddy.v1.TriggerSavepointRequest
+	(*TriggerSavepointResponse)(nil), // 46: eddy.v1.TriggerSavepointResponse
+	(*JoinRequest)(nil),              // 47: eddy.v1.JoinRequest
+	(*JoinResponse)(nil),             // 48: eddy.v1.JoinResponse
+	(*LeaveRequest)(nil),             // 49: eddy.v1.LeaveRequest
+	(*LeaveResponse)(nil),            // 50: eddy.v1.LeaveResponse
+	(*ClusterInfoRequest)(nil),       // 51: eddy.v1.ClusterInfoRequest
+	(*CoordinatorInfo)(nil),          // 52: eddy.v1.CoordinatorInfo
+	(*WorkerInfo)(nil),               // 53: eddy.v1.WorkerInfo
+	(*ClusterInfoResponse)(nil),      // 54: eddy.v1.ClusterInfoResponse
+	(JobState)(0),                    // 55: eddy.v1.JobState
+	(TaskState)(0),                   // 56: eddy.v1.TaskState
+	(*TaskMetrics)(nil),              // 57: eddy.v1.TaskMetrics
+	(CheckpointKind)(0),              // 58: eddy.v1.CheckpointKind
 }
 var file_eddy_v1_control_proto_depIdxs = []int32{
-	3,  // 0: eddy.v1.UploadModuleResponse.module:type_name -> eddy.v1.ModuleInfo
-	3,  // 1: eddy.v1.ListModulesResponse.modules:type_name -> eddy.v1.ModuleInfo
-	3,  // 2: eddy.v1.GetModuleResponse.module:type_name -> eddy.v1.ModuleInfo
-	31, // 3: eddy.v1.JobSummary.state:type_name -> eddy.v1.JobState
-	13, // 4: eddy.v1.ListJobsResponse.jobs:type_name -> eddy.v1.JobSummary
-	32, // 5: eddy.v1.TaskStatus.state:type_name -> eddy.v1.TaskState
-	33, // 6: eddy.v1.TaskStatus.metrics:type_name -> eddy.v1.TaskMetrics
-	34, // 7: eddy.v1.CheckpointInfo.kind:type_name -> eddy.v1.CheckpointKind
-	0,  // 8: eddy.v1.CheckpointInfo.state:type_name -> eddy.v1.CheckpointState
-	13, // 9: eddy.v1.JobStatusResponse.job:type_name -> eddy.v1.JobSummary
-	16, // 10: eddy.v1.JobStatusResponse.tasks:type_name -> eddy.v1.TaskStatus
-	17, // 11: eddy.v1.JobStatusResponse.checkpoints:type_name -> eddy.v1.CheckpointInfo
-	31, // 12: eddy.v1.CancelJobResponse.state:type_name -> eddy.v1.JobState
-	31, // 13: eddy.v1.TriggerSavepointResponse.state:type_name -> eddy.v1.JobState
-	1,  // 14: eddy.v1.CoordinatorInfo.role:type_name -> eddy.v1.CoordinatorRole
-	2,  // 15: eddy.v1.WorkerInfo.state:type_name -> eddy.v1.WorkerState
-	28, // 16: eddy.v1.ClusterInfoResponse.coordinators:type_name -> eddy.v1.CoordinatorInfo
-	29, // 17: eddy.v1.ClusterInfoResponse.workers:type_name -> eddy.v1.WorkerInfo
-	4,  // 18: eddy.v1.Control.UploadModule:input_type -> eddy.v1.UploadModuleRequest
-	6,  // 19: eddy.v1.Control.ListModules:input_type -> eddy.v1.ListModulesRequest
-	8,  // 20: eddy.v1.Control.GetModule:input_type -> eddy.v1.GetModuleRequest
-	10, // 21: eddy.v1.Control.SubmitJob:input_type -> eddy.v1.SubmitJobRequest
-	12, // 22: eddy.v1.Control.ListJobs:input_type -> eddy.v1.ListJobsRequest
-	15, // 23: eddy.v1.Control.JobStatus:input_type -> eddy.v1.JobStatusRequest
-	19, // 24: eddy.v1.Control.CancelJob:input_type -> eddy.v1.CancelJobRequest
-	21, // 25: eddy.v1.Control.TriggerSavepoint:input_type -> eddy.v1.TriggerSavepointRequest
-	23, // 26: eddy.v1.Control.Join:input_type -> eddy.v1.JoinRequest
-	25, // 27: eddy.v1.Control.Leave:input_type -> eddy.v1.LeaveRequest
-	27, // 28: eddy.v1.Control.ClusterInfo:input_type -> eddy.v1.ClusterInfoRequest
-	5,  // 29: eddy.v1.Control.UploadModule:output_type -> eddy.v1.UploadModuleResponse
-	7,  // 30: eddy.v1.Control.ListModules:output_type -> eddy.v1.ListModulesResponse
-	9,  // 31: eddy.v1.Control.GetModule:output_type -> eddy.v1.GetModuleResponse
-	11, // 32: eddy.v1.Control.SubmitJob:output_type -> eddy.v1.SubmitJobResponse
-	14, // 33: eddy.v1.Control.ListJobs:output_type -> eddy.v1.ListJobsResponse
-	18, // 34: eddy.v1.Control.JobStatus:output_type -> eddy.v1.JobStatusResponse
-	20, // 35: eddy.v1.Control.CancelJob:output_type -> eddy.v1.CancelJobResponse
-	22, // 36: eddy.v1.Control.TriggerSavepoint:output_type -> eddy.v1.TriggerSavepointResponse
-	24, // 37: eddy.v1.Control.Join:output_type -> eddy.v1.JoinResponse
-	26, // 38: eddy.v1.Control.Leave:output_type -> eddy.v1.LeaveResponse
-	30, // 39: eddy.v1.Control.ClusterInfo:output_type -> eddy.v1.ClusterInfoResponse
-	29, // [29:40] is the sub-list for method output_type
-	18, // [18:29] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	4,  // 0: eddy.v1.TenantInfo.quota:type_name -> eddy.v1.TenantQuota
+	5,  // 1: eddy.v1.TenantInfo.usage:type_name -> eddy.v1.TenantUsage
+	4,  // 2: eddy.v1.CreateTenantRequest.quota:type_name -> eddy.v1.TenantQuota
+	6,  // 3: eddy.v1.CreateTenantResponse.tenant:type_name -> eddy.v1.TenantInfo
+	6,  // 4: eddy.v1.ListTenantsResponse.tenants:type_name -> eddy.v1.TenantInfo
+	4,  // 5: eddy.v1.SetQuotaRequest.quota:type_name -> eddy.v1.TenantQuota
+	6,  // 6: eddy.v1.SetQuotaResponse.tenant:type_name -> eddy.v1.TenantInfo
+	0,  // 7: eddy.v1.TokenInfo.role:type_name -> eddy.v1.Role
+	0,  // 8: eddy.v1.CreateTokenRequest.role:type_name -> eddy.v1.Role
+	15, // 9: eddy.v1.CreateTokenResponse.token:type_name -> eddy.v1.TokenInfo
+	15, // 10: eddy.v1.ListTokensResponse.tokens:type_name -> eddy.v1.TokenInfo
+	15, // 11: eddy.v1.RevokeTokenResponse.token:type_name -> eddy.v1.TokenInfo
+	0,  // 12: eddy.v1.AuditEntry.role:type_name -> eddy.v1.Role
+	22, // 13: eddy.v1.ListAuditResponse.entries:type_name -> eddy.v1.AuditEntry
+	15, // 14: eddy.v1.WhoAmIResponse.token:type_name -> eddy.v1.TokenInfo
+	27, // 15: eddy.v1.UploadModuleResponse.module:type_name -> eddy.v1.ModuleInfo
+	27, // 16: eddy.v1.ListModulesResponse.modules:type_name -> eddy.v1.ModuleInfo
+	27, // 17: eddy.v1.GetModuleResponse.module:type_name -> eddy.v1.ModuleInfo
+	55, // 18: eddy.v1.JobSummary.state:type_name -> eddy.v1.JobState
+	37, // 19: eddy.v1.ListJobsResponse.jobs:type_name -> eddy.v1.JobSummary
+	56, // 20: eddy.v1.TaskStatus.state:type_name -> eddy.v1.TaskState
+	57, // 21: eddy.v1.TaskStatus.metrics:type_name -> eddy.v1.TaskMetrics
+	58, // 22: eddy.v1.CheckpointInfo.kind:type_name -> eddy.v1.CheckpointKind
+	1,  // 23: eddy.v1.CheckpointInfo.state:type_name -> eddy.v1.CheckpointState
+	37, // 24: eddy.v1.JobStatusResponse.job:type_name -> eddy.v1.JobSummary
+	40, // 25: eddy.v1.JobStatusResponse.tasks:type_name -> eddy.v1.TaskStatus
+	41, // 26: eddy.v1.JobStatusResponse.checkpoints:type_name -> eddy.v1.CheckpointInfo
+	55, // 27: eddy.v1.CancelJobResponse.state:type_name -> eddy.v1.JobState
+	55, // 28: eddy.v1.TriggerSavepointResponse.state:type_name -> eddy.v1.JobState
+	2,  // 29: eddy.v1.CoordinatorInfo.role:type_name -> eddy.v1.CoordinatorRole
+	3,  // 30: eddy.v1.WorkerInfo.state:type_name -> eddy.v1.WorkerState
+	52, // 31: eddy.v1.ClusterInfoResponse.coordinators:type_name -> eddy.v1.CoordinatorInfo
+	53, // 32: eddy.v1.ClusterInfoResponse.workers:type_name -> eddy.v1.WorkerInfo
+	28, // 33: eddy.v1.Control.UploadModule:input_type -> eddy.v1.UploadModuleRequest
+	30, // 34: eddy.v1.Control.ListModules:input_type -> eddy.v1.ListModulesRequest
+	32, // 35: eddy.v1.Control.GetModule:input_type -> eddy.v1.GetModuleRequest
+	34, // 36: eddy.v1.Control.SubmitJob:input_type -> eddy.v1.SubmitJobRequest
+	36, // 37: eddy.v1.Control.ListJobs:input_type -> eddy.v1.ListJobsRequest
+	39, // 38: eddy.v1.Control.JobStatus:input_type -> eddy.v1.JobStatusRequest
+	43, // 39: eddy.v1.Control.CancelJob:input_type -> eddy.v1.CancelJobRequest
+	45, // 40: eddy.v1.Control.TriggerSavepoint:input_type -> eddy.v1.TriggerSavepointRequest
+	47, // 41: eddy.v1.Control.Join:input_type -> eddy.v1.JoinRequest
+	49, // 42: eddy.v1.Control.Leave:input_type -> eddy.v1.LeaveRequest
+	51, // 43: eddy.v1.Control.ClusterInfo:input_type -> eddy.v1.ClusterInfoRequest
+	7,  // 44: eddy.v1.Control.CreateTenant:input_type -> eddy.v1.CreateTenantRequest
+	9,  // 45: eddy.v1.Control.ListTenants:input_type -> eddy.v1.ListTenantsRequest
+	11, // 46: eddy.v1.Control.DeleteTenant:input_type -> eddy.v1.DeleteTenantRequest
+	13, // 47: eddy.v1.Control.SetQuota:input_type -> eddy.v1.SetQuotaRequest
+	16, // 48: eddy.v1.Control.CreateToken:input_type -> eddy.v1.CreateTokenRequest
+	18, // 49: eddy.v1.Control.ListTokens:input_type -> eddy.v1.ListTokensRequest
+	20, // 50: eddy.v1.Control.RevokeToken:input_type -> eddy.v1.RevokeTokenRequest
+	23, // 51: eddy.v1.Control.ListAudit:input_type -> eddy.v1.ListAuditRequest
+	25, // 52: eddy.v1.Control.WhoAmI:input_type -> eddy.v1.WhoAmIRequest
+	29, // 53: eddy.v1.Control.UploadModule:output_type -> eddy.v1.UploadModuleResponse
+	31, // 54: eddy.v1.Control.ListModules:output_type -> eddy.v1.ListModulesResponse
+	33, // 55: eddy.v1.Control.GetModule:output_type -> eddy.v1.GetModuleResponse
+	35, // 56: eddy.v1.Control.SubmitJob:output_type -> eddy.v1.SubmitJobResponse
+	38, // 57: eddy.v1.Control.ListJobs:output_type -> eddy.v1.ListJobsResponse
+	42, // 58: eddy.v1.Control.JobStatus:output_type -> eddy.v1.JobStatusResponse
+	44, // 59: eddy.v1.Control.CancelJob:output_type -> eddy.v1.CancelJobResponse
+	46, // 60: eddy.v1.Control.TriggerSavepoint:output_type -> eddy.v1.TriggerSavepointResponse
+	48, // 61: eddy.v1.Control.Join:output_type -> eddy.v1.JoinResponse
+	50, // 62: eddy.v1.Control.Leave:output_type -> eddy.v1.LeaveResponse
+	54, // 63: eddy.v1.Control.ClusterInfo:output_type -> eddy.v1.ClusterInfoResponse
+	8,  // 64: eddy.v1.Control.CreateTenant:output_type -> eddy.v1.CreateTenantResponse
+	10, // 65: eddy.v1.Control.ListTenants:output_type -> eddy.v1.ListTenantsResponse
+	12, // 66: eddy.v1.Control.DeleteTenant:output_type -> eddy.v1.DeleteTenantResponse
+	14, // 67: eddy.v1.Control.SetQuota:output_type -> eddy.v1.SetQuotaResponse
+	17, // 68: eddy.v1.Control.CreateToken:output_type -> eddy.v1.CreateTokenResponse
+	19, // 69: eddy.v1.Control.ListTokens:output_type -> eddy.v1.ListTokensResponse
+	21, // 70: eddy.v1.Control.RevokeToken:output_type -> eddy.v1.RevokeTokenResponse
+	24, // 71: eddy.v1.Control.ListAudit:output_type -> eddy.v1.ListAuditResponse
+	26, // 72: eddy.v1.Control.WhoAmI:output_type -> eddy.v1.WhoAmIResponse
+	53, // [53:73] is the sub-list for method output_type
+	33, // [33:53] is the sub-list for method input_type
+	33, // [33:33] is the sub-list for extension type_name
+	33, // [33:33] is the sub-list for extension extendee
+	0,  // [0:33] is the sub-list for field type_name
 }
 
 func init() { file_eddy_v1_control_proto_init() }
@@ -2179,13 +3727,14 @@ func file_eddy_v1_control_proto_init() {
 		return
 	}
 	file_eddy_v1_common_proto_init()
+	file_eddy_v1_control_proto_msgTypes[0].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_eddy_v1_control_proto_rawDesc), len(file_eddy_v1_control_proto_rawDesc)),
-			NumEnums:      3,
-			NumMessages:   28,
+			NumEnums:      4,
+			NumMessages:   51,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
