@@ -346,7 +346,7 @@ func TestCheckpointsInProcess(t *testing.T) {
 	_, err = cl.SubmitJob(ctx, &eddyv1.SubmitJobRequest{SpecYaml: cpSpec, FromSavepoint: "tenants/default/savepoints/nope"})
 	wantCode(t, err, codes.NotFound, "savepoint tenants/default/savepoints/nope not found")
 	_, err = cl.SubmitJob(ctx, &eddyv1.SubmitJobRequest{SpecYaml: cpSpec, FromSavepoint: "tenants/acme/savepoints/x"})
-	wantCode(t, err, codes.InvalidArgument, "not one of tenant default")
+	wantCode(t, err, codes.NotFound, "savepoint tenants/acme/savepoints/x not found in tenant default")
 	next, err := cl.SubmitJob(ctx, &eddyv1.SubmitJobRequest{SpecYaml: cpSpec, FromSavepoint: stop.GetPath()})
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"time"
@@ -258,4 +259,29 @@ func (c *Coordinator) logReport(worker string, cmd fsm.Command) {
 	default:
 		c.log.Info(fmt.Sprint(cmd.Type()), "worker", worker)
 	}
+}
+
+func (s *clusterServer) FetchModule(ctx context.Context, req *eddyv1.FetchModuleRequest) (*eddyv1.FetchModuleResponse, error) {
+	c := s.c
+	if _, err := c.leaderOnly(ctx); err != nil {
+		return nil, err
+	}
+	absent := status.Errorf(codes.NotFound, "module %s of job %s not found for worker %s", req.GetSha256(), req.GetJobId(), req.GetWorkerId())
+	w, err := c.fsm.Worker(req.GetWorkerId())
+	if err != nil || w.Incarnation != req.GetInstanceId() || w.State != fsm.WorkerAlive {
+		return nil, absent
+	}
+	j, err := c.fsm.FindJob(req.GetJobId())
+	if err != nil || !slices.Contains(slices.Collect(maps.Values(j.Deployment)), w.ID) ||
+		!slices.ContainsFunc(j.Modules, func(m fsm.ModuleRef) bool { return m.SHA256 == req.GetSha256() }) {
+		return nil, absent
+	}
+	data, err := c.deps.Store.Get(ctx, ModuleKey(j.Tenant, req.GetSha256()))
+	if err != nil {
+		if errors.Is(err, ErrBlobNotFound) {
+			return nil, status.Errorf(codes.DataLoss, "module %s of job %s is registered but its bytes are missing from the module store", req.GetSha256(), j.ID)
+		}
+		return nil, status.Errorf(codes.Unavailable, "read module %s: %v", req.GetSha256(), err)
+	}
+	return &eddyv1.FetchModuleResponse{Wasm: data}, nil
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/eddy-stream/eddy/scheduler/auth"
 	"github.com/eddy-stream/eddy/scheduler/raftnode"
 )
 
@@ -42,6 +43,17 @@ type Config struct {
 	Join string
 	// JoinTimeout bounds how long Start keeps retrying the join.
 	JoinTimeout time.Duration
+	// JoinToken is an admin token of the group, which Join needs (when
+	// the group's members do not authenticate each other by certificate).
+	JoinToken string
+	// AdminTokenFile is where the member that starts a new cluster writes
+	// its first admin token (mode 0600); empty: it makes none, and the
+	// cluster has no token until one is created some other way.
+	AdminTokenFile string
+	// BootstrapToken, when set, is the first admin token instead of a
+	// random one (an operator's own secret, or a test's): the wire form
+	// "eddy_<id>_<secret>" that package auth parses.
+	BootstrapToken string
 
 	// HeartbeatInterval is how often workers are told to heartbeat.
 	HeartbeatInterval time.Duration
@@ -122,6 +134,11 @@ func (c Config) Validate() error {
 	}
 	if c.NodeID == "" {
 		return bad("no node ID")
+	}
+	if c.BootstrapToken != "" {
+		if _, err := auth.Parse(c.BootstrapToken); err != nil {
+			return bad("bootstrap token: %v", err)
+		}
 	}
 	if c.Raft.ID != "" && c.Raft.ID != c.NodeID {
 		return bad("raft ID %q differs from node ID %q", c.Raft.ID, c.NodeID)

@@ -20,7 +20,6 @@ import (
 	"github.com/eddy-stream/eddy/dataflow/checkpoint"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
-	"github.com/eddy-stream/eddy/proto/rpc"
 	"github.com/eddy-stream/eddy/scheduler/fsm"
 	"github.com/eddy-stream/eddy/storage"
 )
@@ -95,15 +94,6 @@ func notFound(format string, args ...any) error {
 	return status.Errorf(codes.NotFound, format, args...)
 }
 
-// tenant resolves a request's tenant and checks that it exists.
-func (c *Coordinator) tenant(field string) (string, error) {
-	id := rpc.Tenant(field)
-	if _, err := c.fsm.Tenant(id); err != nil {
-		return "", notFound("tenant %q not found", id)
-	}
-	return id, nil
-}
-
 const maxModuleNameLen = 128
 
 // checkModuleName: [a-z0-9][a-z0-9._-]*, at most 128 bytes. No '@', which
@@ -136,7 +126,7 @@ func moduleInfo(m fsm.Module) *eddyv1.ModuleInfo {
 }
 
 func (c *Coordinator) uploadModule(ctx context.Context, _ *term, req *eddyv1.UploadModuleRequest) (*eddyv1.UploadModuleResponse, error) {
-	tenant, err := c.tenant(req.GetTenant())
+	tenant, err := c.tenantOf(ctx, req.GetTenant())
 	if err != nil {
 		return nil, err
 	}
@@ -184,8 +174,8 @@ func oneLine(msg string) string {
 	return first
 }
 
-func (c *Coordinator) listModules(_ context.Context, _ *term, req *eddyv1.ListModulesRequest) (*eddyv1.ListModulesResponse, error) {
-	tenant, err := c.tenant(req.GetTenant())
+func (c *Coordinator) listModules(ctx context.Context, _ *term, req *eddyv1.ListModulesRequest) (*eddyv1.ListModulesResponse, error) {
+	tenant, err := c.tenantOf(ctx, req.GetTenant())
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +189,7 @@ func (c *Coordinator) listModules(_ context.Context, _ *term, req *eddyv1.ListMo
 }
 
 func (c *Coordinator) getModule(ctx context.Context, _ *term, req *eddyv1.GetModuleRequest) (*eddyv1.GetModuleResponse, error) {
-	tenant, err := c.tenant(req.GetTenant())
+	tenant, err := c.tenantOf(ctx, req.GetTenant())
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +228,7 @@ func moduleNotFound(f *fsm.FSM, tenant, name string, version int) string {
 }
 
 func (c *Coordinator) submitJob(ctx context.Context, _ *term, req *eddyv1.SubmitJobRequest) (*eddyv1.SubmitJobResponse, error) {
-	tenant, err := c.tenant(req.GetTenant())
+	tenant, err := c.tenantOf(ctx, req.GetTenant())
 	if err != nil {
 		return nil, err
 	}
@@ -309,7 +299,9 @@ func (c *Coordinator) checkSavepoint(ctx context.Context, tenant, storageURL, pa
 		return "", 0, invalid("%v", err)
 	}
 	if !strings.HasPrefix(key, checkpoint.TenantRoot(tenant)+"/") {
-		return "", 0, invalid("savepoint %s is not one of tenant %s (a savepoint path starts with tenants/%s/)", path, tenant, tenant)
+		// Another tenant's savepoint is absent, as anything of another
+		// tenant is.
+		return "", 0, notFound("savepoint %s not found in tenant %s (a savepoint path starts with tenants/%s/)", path, tenant, tenant)
 	}
 	st, err := c.stores.get(ctx, storageURL)
 	if err != nil {
@@ -330,7 +322,10 @@ func (c *Coordinator) checkSavepoint(ctx context.Context, tenant, storageURL, pa
 // triggerSavepoint asks the leader's loop for a savepoint of a running job
 // and waits until one with an id above the job's last id ends.
 func (c *Coordinator) triggerSavepoint(ctx context.Context, t *term, req *eddyv1.TriggerSavepointRequest) (*eddyv1.TriggerSavepointResponse, error) {
-	tenant := rpc.Tenant(req.GetTenant())
+	tenant, err := c.tenantOf(ctx, req.GetTenant())
+	if err != nil {
+		return nil, err
+	}
 	j, err := c.fsm.Job(tenant, req.GetJobId())
 	if err != nil {
 		return nil, notFound("job %s not found in tenant %s", req.GetJobId(), tenant)
@@ -441,8 +436,8 @@ func parseModuleRef(ref string) (string, int, error) {
 	return name, version, nil
 }
 
-func (c *Coordinator) listJobs(_ context.Context, t *term, req *eddyv1.ListJobsRequest) (*eddyv1.ListJobsResponse, error) {
-	tenant, err := c.tenant(req.GetTenant())
+func (c *Coordinator) listJobs(ctx context.Context, t *term, req *eddyv1.ListJobsRequest) (*eddyv1.ListJobsResponse, error) {
+	tenant, err := c.tenantOf(ctx, req.GetTenant())
 	if err != nil {
 		return nil, err
 	}
@@ -455,8 +450,11 @@ func (c *Coordinator) listJobs(_ context.Context, t *term, req *eddyv1.ListJobsR
 	return resp, nil
 }
 
-func (c *Coordinator) jobStatus(_ context.Context, t *term, req *eddyv1.JobStatusRequest) (*eddyv1.JobStatusResponse, error) {
-	tenant := rpc.Tenant(req.GetTenant())
+func (c *Coordinator) jobStatus(ctx context.Context, t *term, req *eddyv1.JobStatusRequest) (*eddyv1.JobStatusResponse, error) {
+	tenant, err := c.tenantOf(ctx, req.GetTenant())
+	if err != nil {
+		return nil, err
+	}
 	j, err := c.fsm.Job(tenant, req.GetJobId())
 	if err != nil {
 		return nil, notFound("job %s not found in tenant %s", req.GetJobId(), tenant)
@@ -465,7 +463,10 @@ func (c *Coordinator) jobStatus(_ context.Context, t *term, req *eddyv1.JobStatu
 }
 
 func (c *Coordinator) cancelJob(ctx context.Context, t *term, req *eddyv1.CancelJobRequest) (*eddyv1.CancelJobResponse, error) {
-	tenant := rpc.Tenant(req.GetTenant())
+	tenant, err := c.tenantOf(ctx, req.GetTenant())
+	if err != nil {
+		return nil, err
+	}
 	j, err := c.fsm.Job(tenant, req.GetJobId())
 	if err != nil {
 		return nil, notFound("job %s not found in tenant %s", req.GetJobId(), tenant)

@@ -18,6 +18,7 @@ import (
 
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
 	"github.com/eddy-stream/eddy/proto/rpc"
+	"github.com/eddy-stream/eddy/scheduler/auth"
 	"github.com/eddy-stream/eddy/scheduler/fsm"
 	"github.com/eddy-stream/eddy/scheduler/raftnode"
 	"github.com/eddy-stream/eddy/storage"
@@ -56,6 +57,13 @@ type Coordinator struct {
 	stopped     bool
 	term        *term         // while leading
 	termChanged chan struct{} // closed and replaced when term changes
+
+	// tokenReady is closed once this member's first term has made the
+	// bootstrap admin token, or found tokens there already.
+	tokenReady chan struct{}
+	tokenOnce  sync.Once
+	tokenMu    sync.Mutex
+	adminToken string // the bootstrap token, when this process made it
 }
 
 // New checks cfg and deps and returns a coordinator that Start runs.
@@ -99,6 +107,7 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 		ctx:               ctx,
 		cancel:            cancel,
 		termChanged:       make(chan struct{}),
+		tokenReady:        make(chan struct{}),
 	}, nil
 }
 
@@ -430,9 +439,28 @@ func serve[Req any, Resp any](ctx context.Context, c *Coordinator, method string
 		return zero, err
 	}
 	if ok {
-		resp, err := local(ctx, t, req)
+		short, access := auth.For(method)
+		tok, err := c.authenticate(ctx)
 		if err != nil {
-			return zero, c.toStatus(err)
+			// Not audited: an anonymous caller could flood the audit log.
+			c.log.Warn("call refused", "method", short, "err", status.Convert(err).Message())
+			return zero, err
+		}
+		if err := authorize(tok, short, access); err != nil {
+			if access.Mutates {
+				c.audit(ctx, tok, short, req, err)
+			}
+			return zero, err
+		}
+		resp, err := local(context.WithValue(ctx, identityKey{}, tok), t, req)
+		if err != nil {
+			err = c.toStatus(err)
+		}
+		if access.Mutates {
+			c.audit(ctx, tok, short, req, err)
+		}
+		if err != nil {
+			return zero, err
 		}
 		return resp, nil
 	}
@@ -448,7 +476,7 @@ func serve[Req any, Resp any](ctx context.Context, c *Coordinator, method string
 		return zero, status.Errorf(codes.Unavailable, "forward to the leader %s at %s: %v", id, addr, err)
 	}
 	out := newResp()
-	fctx := metadata.AppendToOutgoingContext(ctx, forwardedKey, c.cfg.NodeID)
+	fctx := forwardCredentials(ctx, metadata.AppendToOutgoingContext(ctx, forwardedKey, c.cfg.NodeID))
 	if err := conn.Invoke(fctx, method, req, out); err != nil {
 		return zero, err // the leader's status, relayed as is
 	}
@@ -471,9 +499,11 @@ func (c *Coordinator) toStatus(err error) error {
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
 		return status.FromContextError(err).Err()
 	case errors.Is(err, fsm.ErrJobNotFound), errors.Is(err, fsm.ErrModuleNotFound),
-		errors.Is(err, fsm.ErrTenantNotFound), errors.Is(err, fsm.ErrWorkerNotFound):
+		errors.Is(err, fsm.ErrTenantNotFound), errors.Is(err, fsm.ErrWorkerNotFound), errors.Is(err, fsm.ErrTokenNotFound):
 		return status.Error(codes.NotFound, err.Error())
-	case errors.Is(err, fsm.ErrJobState), errors.Is(err, fsm.ErrStaleAttempt):
+	case errors.Is(err, fsm.ErrTenantExists), errors.Is(err, fsm.ErrTokenExists):
+		return status.Error(codes.AlreadyExists, err.Error())
+	case errors.Is(err, fsm.ErrJobState), errors.Is(err, fsm.ErrStaleAttempt), errors.Is(err, fsm.ErrTenantInUse):
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, fsm.ErrMalformed):
 		return status.Error(codes.InvalidArgument, err.Error())

@@ -96,8 +96,13 @@ func testConfig(t testing.TB, logger *slog.Logger, id string, opts clusterOpts) 
 	cfg.Restart = opts.restart
 	cfg.JoinTimeout = 30 * time.Second
 	cfg.Logger = logger.With("node", id)
+	cfg.BootstrapToken = testAdminToken
+	cfg.JoinToken = testAdminToken
 	return cfg
 }
+
+// testAdminToken is the bootstrap admin token of every test cluster.
+var testAdminToken = "eddy_" + strings.Repeat("a", 16) + "_" + strings.Repeat("5", 64)
 
 func startCoordinator(t testing.TB, cfg Config, store ModuleStore) *Coordinator {
 	t.Helper()
@@ -124,8 +129,24 @@ func dial(t testing.TB, addr string) *grpc.ClientConn {
 	return cc
 }
 
+// control is a Control client with the admin token.
 func control(t testing.TB, addr string) eddyv1.ControlClient {
-	return eddyv1.NewControlClient(dial(t, addr))
+	return controlAs(t, addr, testAdminToken)
+}
+
+// controlAs is a Control client that sends token ("": none).
+func controlAs(t testing.TB, addr, token string) eddyv1.ControlClient {
+	t.Helper()
+	opts := rpc.DialOptions()
+	if token != "" {
+		opts = append(opts, rpc.WithToken(token))
+	}
+	cc, err := grpc.NewClient(addr, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cc.Close() })
+	return eddyv1.NewControlClient(cc)
 }
 
 func callCtx(t testing.TB) context.Context {

@@ -7,6 +7,7 @@ import (
 
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
 	"github.com/eddy-stream/eddy/proto/rpc"
+	"google.golang.org/grpc/metadata"
 )
 
 // join asks the member at Config.Join to add this one to the group,
@@ -46,6 +47,9 @@ func (c *Coordinator) askToJoin(ctx context.Context, addr string) error {
 	}
 	cctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
+	if c.cfg.JoinToken != "" {
+		cctx = metadata.AppendToOutgoingContext(cctx, rpc.AuthorizationKey, "Bearer "+c.cfg.JoinToken)
+	}
 	_, err = eddyv1.NewControlClient(conn).Join(cctx, &eddyv1.JoinRequest{
 		NodeId:      c.cfg.NodeID,
 		RaftAddress: c.node.Addr(),

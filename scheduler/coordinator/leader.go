@@ -324,6 +324,7 @@ func (c *Coordinator) lead(t *term) {
 	close(t.ready)
 	c.health.SetServingStatus(eddyv1.Cluster_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	c.registerSelf(t.ctx)
+	c.bootstrapToken(t.ctx)
 
 	var backoff time.Duration
 	timer := time.NewTimer(0)

@@ -96,8 +96,9 @@ func (r Role) rank() int {
 	return 0
 }
 
-// AtLeast reports whether r may do what min may.
-func (r Role) AtLeast(min Role) bool { return r.Valid() && r.rank() >= min.rank() }
+// AtLeast reports whether r may do what min may; nothing is at least an
+// invalid role.
+func (r Role) AtLeast(min Role) bool { return r.Valid() && min.Valid() && r.rank() >= min.rank() }
 
 // Token is an API token as the FSM knows it: its secret is never stored,
 // only the SHA-256 of it (the secret is 256 random bits, so a plain hash

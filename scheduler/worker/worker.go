@@ -834,7 +834,7 @@ func (w *Worker) build(ctx context.Context, d *eddyv1.Deployment, log *slog.Logg
 		if m == nil {
 			return nil, fmt.Errorf("module %s was not resolved by the coordinator", ref)
 		}
-		return w.module(ctx, d.GetTenant(), m)
+		return w.module(ctx, d.GetJobId(), m)
 	}
 	job, err := dataflow.NewJob(ctx, spec, opts)
 	if err != nil {
@@ -853,7 +853,7 @@ func (w *Worker) build(ctx context.Context, d *eddyv1.Deployment, log *slog.Logg
 
 // module returns the compiled module of a pinned reference, fetching its
 // bytes from the coordinator the first time and checking their digest.
-func (w *Worker) module(ctx context.Context, tenant string, ref *eddyv1.ModuleRef) (*host.Module, error) {
+func (w *Worker) module(ctx context.Context, jobID string, ref *eddyv1.ModuleRef) (*host.Module, error) {
 	w.mu.Lock()
 	m := w.modules[ref.GetSha256()]
 	w.mu.Unlock()
@@ -861,16 +861,22 @@ func (w *Worker) module(ctx context.Context, tenant string, ref *eddyv1.ModuleRe
 		return m, nil
 	}
 	var wasm []byte
-	err := w.callControl(ctx, func(c eddyv1.ControlClient) error {
-		cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-		defer cancel()
-		resp, err := c.GetModule(cctx, &eddyv1.GetModuleRequest{Tenant: tenant, Name: ref.GetName(), Version: ref.GetVersion()})
-		if err != nil {
+	req := &eddyv1.FetchModuleRequest{WorkerId: w.cfg.ID, InstanceId: w.instance, JobId: jobID, Sha256: ref.GetSha256()}
+	var err error
+	// Cluster calls go to the leader; a redirect or an unavailable member
+	// moves the target, so try once per coordinator.
+	for range len(w.cfg.Coordinators) + 1 {
+		err = w.call(ctx, func(c eddyv1.ClusterClient) error {
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			resp, err := c.FetchModule(cctx, req)
+			wasm = resp.GetWasm()
 			return err
+		})
+		if code := status.Code(err); code != codes.Unavailable && code != codes.DeadlineExceeded {
+			break
 		}
-		wasm = resp.GetWasm()
-		return nil
-	})
+	}
 	if err != nil {
 		return nil, fmt.Errorf("module %s: fetch from the coordinator: %w", ref.GetRef(), err)
 	}
@@ -889,32 +895,6 @@ func (w *Worker) module(ctx context.Context, tenant string, ref *eddyv1.ModuleRe
 	}
 	w.modules[ref.GetSha256()] = m
 	return m, nil
-}
-
-// callControl is call for the Control service (any coordinator forwards
-// it to the leader).
-func (w *Worker) callControl(ctx context.Context, fn func(eddyv1.ControlClient) error) error {
-	var err error
-	for range len(w.cfg.Coordinators) + 1 {
-		w.mu.Lock()
-		target := w.target
-		w.mu.Unlock()
-		var c *grpc.ClientConn
-		if c, err = w.conn(target); err != nil {
-			return err
-		}
-		if err = fn(eddyv1.NewControlClient(c)); err == nil {
-			return nil
-		}
-		if code := status.Code(err); code != codes.Unavailable {
-			return err
-		}
-		w.mu.Lock()
-		w.target = w.cfg.Coordinators[w.next%len(w.cfg.Coordinators)]
-		w.next++
-		w.mu.Unlock()
-	}
-	return err
 }
 
 // Jobs lists the deployments the worker holds, for tests and diagnostics:

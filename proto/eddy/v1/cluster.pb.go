@@ -24,6 +24,119 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type FetchModuleRequest struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	WorkerId   string                 `protobuf:"bytes,1,opt,name=worker_id,json=workerId,proto3" json:"worker_id,omitempty"`
+	InstanceId string                 `protobuf:"bytes,2,opt,name=instance_id,json=instanceId,proto3" json:"instance_id,omitempty"`
+	JobId      string                 `protobuf:"bytes,3,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// Lower-case hex sha256, as in the deployment's ModuleRef.
+	Sha256        string `protobuf:"bytes,4,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FetchModuleRequest) Reset() {
+	*x = FetchModuleRequest{}
+	mi := &file_eddy_v1_cluster_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FetchModuleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FetchModuleRequest) ProtoMessage() {}
+
+func (x *FetchModuleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_cluster_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FetchModuleRequest.ProtoReflect.Descriptor instead.
+func (*FetchModuleRequest) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *FetchModuleRequest) GetWorkerId() string {
+	if x != nil {
+		return x.WorkerId
+	}
+	return ""
+}
+
+func (x *FetchModuleRequest) GetInstanceId() string {
+	if x != nil {
+		return x.InstanceId
+	}
+	return ""
+}
+
+func (x *FetchModuleRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *FetchModuleRequest) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+type FetchModuleResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Wasm          []byte                 `protobuf:"bytes,1,opt,name=wasm,proto3" json:"wasm,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *FetchModuleResponse) Reset() {
+	*x = FetchModuleResponse{}
+	mi := &file_eddy_v1_cluster_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *FetchModuleResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*FetchModuleResponse) ProtoMessage() {}
+
+func (x *FetchModuleResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_cluster_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use FetchModuleResponse.ProtoReflect.Descriptor instead.
+func (*FetchModuleResponse) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *FetchModuleResponse) GetWasm() []byte {
+	if x != nil {
+		return x.Wasm
+	}
+	return nil
+}
+
 type RegisterWorkerRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Stable name of the worker (a flag, or derived from the host); what
@@ -45,7 +158,7 @@ type RegisterWorkerRequest struct {
 
 func (x *RegisterWorkerRequest) Reset() {
 	*x = RegisterWorkerRequest{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[0]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -57,7 +170,7 @@ func (x *RegisterWorkerRequest) String() string {
 func (*RegisterWorkerRequest) ProtoMessage() {}
 
 func (x *RegisterWorkerRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[0]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -70,7 +183,7 @@ func (x *RegisterWorkerRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterWorkerRequest.ProtoReflect.Descriptor instead.
 func (*RegisterWorkerRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{0}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *RegisterWorkerRequest) GetWorkerId() string {
@@ -127,7 +240,7 @@ type RegisterWorkerResponse struct {
 
 func (x *RegisterWorkerResponse) Reset() {
 	*x = RegisterWorkerResponse{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[1]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -139,7 +252,7 @@ func (x *RegisterWorkerResponse) String() string {
 func (*RegisterWorkerResponse) ProtoMessage() {}
 
 func (x *RegisterWorkerResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[1]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -152,7 +265,7 @@ func (x *RegisterWorkerResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use RegisterWorkerResponse.ProtoReflect.Descriptor instead.
 func (*RegisterWorkerResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{1}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *RegisterWorkerResponse) GetAccepted() bool {
@@ -195,7 +308,7 @@ type TaskRef struct {
 
 func (x *TaskRef) Reset() {
 	*x = TaskRef{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[2]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -207,7 +320,7 @@ func (x *TaskRef) String() string {
 func (*TaskRef) ProtoMessage() {}
 
 func (x *TaskRef) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[2]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -220,7 +333,7 @@ func (x *TaskRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskRef.ProtoReflect.Descriptor instead.
 func (*TaskRef) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{2}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *TaskRef) GetJobId() string {
@@ -266,7 +379,7 @@ type TaskReport struct {
 
 func (x *TaskReport) Reset() {
 	*x = TaskReport{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[3]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -278,7 +391,7 @@ func (x *TaskReport) String() string {
 func (*TaskReport) ProtoMessage() {}
 
 func (x *TaskReport) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[3]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -291,7 +404,7 @@ func (x *TaskReport) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskReport.ProtoReflect.Descriptor instead.
 func (*TaskReport) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{3}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *TaskReport) GetTask() *TaskRef {
@@ -352,7 +465,7 @@ type HeartbeatRequest struct {
 
 func (x *HeartbeatRequest) Reset() {
 	*x = HeartbeatRequest{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[4]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -364,7 +477,7 @@ func (x *HeartbeatRequest) String() string {
 func (*HeartbeatRequest) ProtoMessage() {}
 
 func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[4]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -377,7 +490,7 @@ func (x *HeartbeatRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatRequest.ProtoReflect.Descriptor instead.
 func (*HeartbeatRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{4}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *HeartbeatRequest) GetWorkerId() string {
@@ -432,7 +545,7 @@ type ModuleRef struct {
 
 func (x *ModuleRef) Reset() {
 	*x = ModuleRef{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[5]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -444,7 +557,7 @@ func (x *ModuleRef) String() string {
 func (*ModuleRef) ProtoMessage() {}
 
 func (x *ModuleRef) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[5]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -457,7 +570,7 @@ func (x *ModuleRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleRef.ProtoReflect.Descriptor instead.
 func (*ModuleRef) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{5}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *ModuleRef) GetRef() string {
@@ -506,7 +619,7 @@ type TaskPlacement struct {
 
 func (x *TaskPlacement) Reset() {
 	*x = TaskPlacement{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[6]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -518,7 +631,7 @@ func (x *TaskPlacement) String() string {
 func (*TaskPlacement) ProtoMessage() {}
 
 func (x *TaskPlacement) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[6]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -531,7 +644,7 @@ func (x *TaskPlacement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskPlacement.ProtoReflect.Descriptor instead.
 func (*TaskPlacement) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{6}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *TaskPlacement) GetTaskId() string {
@@ -613,7 +726,7 @@ type Deployment struct {
 
 func (x *Deployment) Reset() {
 	*x = Deployment{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[7]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -625,7 +738,7 @@ func (x *Deployment) String() string {
 func (*Deployment) ProtoMessage() {}
 
 func (x *Deployment) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[7]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -638,7 +751,7 @@ func (x *Deployment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Deployment.ProtoReflect.Descriptor instead.
 func (*Deployment) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{7}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *Deployment) GetJobId() string {
@@ -728,7 +841,7 @@ type CheckpointTrigger struct {
 
 func (x *CheckpointTrigger) Reset() {
 	*x = CheckpointTrigger{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[8]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -740,7 +853,7 @@ func (x *CheckpointTrigger) String() string {
 func (*CheckpointTrigger) ProtoMessage() {}
 
 func (x *CheckpointTrigger) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[8]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -753,7 +866,7 @@ func (x *CheckpointTrigger) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointTrigger.ProtoReflect.Descriptor instead.
 func (*CheckpointTrigger) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{8}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *CheckpointTrigger) GetJobId() string {
@@ -800,7 +913,7 @@ type CheckpointCompletion struct {
 
 func (x *CheckpointCompletion) Reset() {
 	*x = CheckpointCompletion{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[9]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -812,7 +925,7 @@ func (x *CheckpointCompletion) String() string {
 func (*CheckpointCompletion) ProtoMessage() {}
 
 func (x *CheckpointCompletion) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[9]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -825,7 +938,7 @@ func (x *CheckpointCompletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCompletion.ProtoReflect.Descriptor instead.
 func (*CheckpointCompletion) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{9}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CheckpointCompletion) GetJobId() string {
@@ -879,7 +992,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[10]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -891,7 +1004,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[10]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -904,7 +1017,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{10}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *HeartbeatResponse) GetDeployments() []*Deployment {
@@ -992,7 +1105,7 @@ type AckCheckpointRequest struct {
 
 func (x *AckCheckpointRequest) Reset() {
 	*x = AckCheckpointRequest{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[11]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1004,7 +1117,7 @@ func (x *AckCheckpointRequest) String() string {
 func (*AckCheckpointRequest) ProtoMessage() {}
 
 func (x *AckCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[11]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1017,7 +1130,7 @@ func (x *AckCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*AckCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{11}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *AckCheckpointRequest) GetJobId() string {
@@ -1102,7 +1215,7 @@ type AckCheckpointResponse struct {
 
 func (x *AckCheckpointResponse) Reset() {
 	*x = AckCheckpointResponse{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[12]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1114,7 +1227,7 @@ func (x *AckCheckpointResponse) String() string {
 func (*AckCheckpointResponse) ProtoMessage() {}
 
 func (x *AckCheckpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[12]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1127,7 +1240,7 @@ func (x *AckCheckpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckCheckpointResponse.ProtoReflect.Descriptor instead.
 func (*AckCheckpointResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{12}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AckCheckpointResponse) GetAccepted() bool {
@@ -1148,7 +1261,15 @@ var File_eddy_v1_cluster_proto protoreflect.FileDescriptor
 
 const file_eddy_v1_cluster_proto_rawDesc = "" +
 	"\n" +
-	"\x15eddy/v1/cluster.proto\x12\aeddy.v1\x1a\x14eddy/v1/common.proto\"\xa8\x01\n" +
+	"\x15eddy/v1/cluster.proto\x12\aeddy.v1\x1a\x14eddy/v1/common.proto\"\x81\x01\n" +
+	"\x12FetchModuleRequest\x12\x1b\n" +
+	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x1f\n" +
+	"\vinstance_id\x18\x02 \x01(\tR\n" +
+	"instanceId\x12\x15\n" +
+	"\x06job_id\x18\x03 \x01(\tR\x05jobId\x12\x16\n" +
+	"\x06sha256\x18\x04 \x01(\tR\x06sha256\")\n" +
+	"\x13FetchModuleResponse\x12\x12\n" +
+	"\x04wasm\x18\x01 \x01(\fR\x04wasm\"\xa8\x01\n" +
 	"\x15RegisterWorkerRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x1f\n" +
 	"\vinstance_id\x18\x02 \x01(\tR\n" +
@@ -1241,11 +1362,12 @@ const file_eddy_v1_cluster_proto_rawDesc = "" +
 	" \x01(\tR\rdeclineReason\"K\n" +
 	"\x15AckCheckpointResponse\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x16\n" +
-	"\x06reason\x18\x02 \x01(\tR\x06reason2\xf0\x01\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason2\xba\x02\n" +
 	"\aCluster\x12Q\n" +
 	"\x0eRegisterWorker\x12\x1e.eddy.v1.RegisterWorkerRequest\x1a\x1f.eddy.v1.RegisterWorkerResponse\x12B\n" +
 	"\tHeartbeat\x12\x19.eddy.v1.HeartbeatRequest\x1a\x1a.eddy.v1.HeartbeatResponse\x12N\n" +
-	"\rAckCheckpoint\x12\x1d.eddy.v1.AckCheckpointRequest\x1a\x1e.eddy.v1.AckCheckpointResponseB2Z0github.com/eddy-stream/eddy/proto/eddy/v1;eddyv1b\x06proto3"
+	"\rAckCheckpoint\x12\x1d.eddy.v1.AckCheckpointRequest\x1a\x1e.eddy.v1.AckCheckpointResponse\x12H\n" +
+	"\vFetchModule\x12\x1b.eddy.v1.FetchModuleRequest\x1a\x1c.eddy.v1.FetchModuleResponseB2Z0github.com/eddy-stream/eddy/proto/eddy/v1;eddyv1b\x06proto3"
 
 var (
 	file_eddy_v1_cluster_proto_rawDescOnce sync.Once
@@ -1259,46 +1381,50 @@ func file_eddy_v1_cluster_proto_rawDescGZIP() []byte {
 	return file_eddy_v1_cluster_proto_rawDescData
 }
 
-var file_eddy_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
+var file_eddy_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
 var file_eddy_v1_cluster_proto_goTypes = []any{
-	(*RegisterWorkerRequest)(nil),  // 0: eddy.v1.RegisterWorkerRequest
-	(*RegisterWorkerResponse)(nil), // 1: eddy.v1.RegisterWorkerResponse
-	(*TaskRef)(nil),                // 2: eddy.v1.TaskRef
-	(*TaskReport)(nil),             // 3: eddy.v1.TaskReport
-	(*HeartbeatRequest)(nil),       // 4: eddy.v1.HeartbeatRequest
-	(*ModuleRef)(nil),              // 5: eddy.v1.ModuleRef
-	(*TaskPlacement)(nil),          // 6: eddy.v1.TaskPlacement
-	(*Deployment)(nil),             // 7: eddy.v1.Deployment
-	(*CheckpointTrigger)(nil),      // 8: eddy.v1.CheckpointTrigger
-	(*CheckpointCompletion)(nil),   // 9: eddy.v1.CheckpointCompletion
-	(*HeartbeatResponse)(nil),      // 10: eddy.v1.HeartbeatResponse
-	(*AckCheckpointRequest)(nil),   // 11: eddy.v1.AckCheckpointRequest
-	(*AckCheckpointResponse)(nil),  // 12: eddy.v1.AckCheckpointResponse
-	(TaskState)(0),                 // 13: eddy.v1.TaskState
-	(*TaskMetrics)(nil),            // 14: eddy.v1.TaskMetrics
-	(CheckpointKind)(0),            // 15: eddy.v1.CheckpointKind
+	(*FetchModuleRequest)(nil),     // 0: eddy.v1.FetchModuleRequest
+	(*FetchModuleResponse)(nil),    // 1: eddy.v1.FetchModuleResponse
+	(*RegisterWorkerRequest)(nil),  // 2: eddy.v1.RegisterWorkerRequest
+	(*RegisterWorkerResponse)(nil), // 3: eddy.v1.RegisterWorkerResponse
+	(*TaskRef)(nil),                // 4: eddy.v1.TaskRef
+	(*TaskReport)(nil),             // 5: eddy.v1.TaskReport
+	(*HeartbeatRequest)(nil),       // 6: eddy.v1.HeartbeatRequest
+	(*ModuleRef)(nil),              // 7: eddy.v1.ModuleRef
+	(*TaskPlacement)(nil),          // 8: eddy.v1.TaskPlacement
+	(*Deployment)(nil),             // 9: eddy.v1.Deployment
+	(*CheckpointTrigger)(nil),      // 10: eddy.v1.CheckpointTrigger
+	(*CheckpointCompletion)(nil),   // 11: eddy.v1.CheckpointCompletion
+	(*HeartbeatResponse)(nil),      // 12: eddy.v1.HeartbeatResponse
+	(*AckCheckpointRequest)(nil),   // 13: eddy.v1.AckCheckpointRequest
+	(*AckCheckpointResponse)(nil),  // 14: eddy.v1.AckCheckpointResponse
+	(TaskState)(0),                 // 15: eddy.v1.TaskState
+	(*TaskMetrics)(nil),            // 16: eddy.v1.TaskMetrics
+	(CheckpointKind)(0),            // 17: eddy.v1.CheckpointKind
 }
 var file_eddy_v1_cluster_proto_depIdxs = []int32{
-	2,  // 0: eddy.v1.TaskReport.task:type_name -> eddy.v1.TaskRef
-	13, // 1: eddy.v1.TaskReport.state:type_name -> eddy.v1.TaskState
-	14, // 2: eddy.v1.TaskReport.metrics:type_name -> eddy.v1.TaskMetrics
-	3,  // 3: eddy.v1.HeartbeatRequest.tasks:type_name -> eddy.v1.TaskReport
-	5,  // 4: eddy.v1.Deployment.modules:type_name -> eddy.v1.ModuleRef
-	6,  // 5: eddy.v1.Deployment.placements:type_name -> eddy.v1.TaskPlacement
-	15, // 6: eddy.v1.CheckpointTrigger.kind:type_name -> eddy.v1.CheckpointKind
-	7,  // 7: eddy.v1.HeartbeatResponse.deployments:type_name -> eddy.v1.Deployment
-	2,  // 8: eddy.v1.HeartbeatResponse.cancel_tasks:type_name -> eddy.v1.TaskRef
-	2,  // 9: eddy.v1.HeartbeatResponse.released:type_name -> eddy.v1.TaskRef
-	8,  // 10: eddy.v1.HeartbeatResponse.trigger_checkpoints:type_name -> eddy.v1.CheckpointTrigger
-	9,  // 11: eddy.v1.HeartbeatResponse.completed_checkpoints:type_name -> eddy.v1.CheckpointCompletion
-	0,  // 12: eddy.v1.Cluster.RegisterWorker:input_type -> eddy.v1.RegisterWorkerRequest
-	4,  // 13: eddy.v1.Cluster.Heartbeat:input_type -> eddy.v1.HeartbeatRequest
-	11, // 14: eddy.v1.Cluster.AckCheckpoint:input_type -> eddy.v1.AckCheckpointRequest
-	1,  // 15: eddy.v1.Cluster.RegisterWorker:output_type -> eddy.v1.RegisterWorkerResponse
-	10, // 16: eddy.v1.Cluster.Heartbeat:output_type -> eddy.v1.HeartbeatResponse
-	12, // 17: eddy.v1.Cluster.AckCheckpoint:output_type -> eddy.v1.AckCheckpointResponse
-	15, // [15:18] is the sub-list for method output_type
-	12, // [12:15] is the sub-list for method input_type
+	4,  // 0: eddy.v1.TaskReport.task:type_name -> eddy.v1.TaskRef
+	15, // 1: eddy.v1.TaskReport.state:type_name -> eddy.v1.TaskState
+	16, // 2: eddy.v1.TaskReport.metrics:type_name -> eddy.v1.TaskMetrics
+	5,  // 3: eddy.v1.HeartbeatRequest.tasks:type_name -> eddy.v1.TaskReport
+	7,  // 4: eddy.v1.Deployment.modules:type_name -> eddy.v1.ModuleRef
+	8,  // 5: eddy.v1.Deployment.placements:type_name -> eddy.v1.TaskPlacement
+	17, // 6: eddy.v1.CheckpointTrigger.kind:type_name -> eddy.v1.CheckpointKind
+	9,  // 7: eddy.v1.HeartbeatResponse.deployments:type_name -> eddy.v1.Deployment
+	4,  // 8: eddy.v1.HeartbeatResponse.cancel_tasks:type_name -> eddy.v1.TaskRef
+	4,  // 9: eddy.v1.HeartbeatResponse.released:type_name -> eddy.v1.TaskRef
+	10, // 10: eddy.v1.HeartbeatResponse.trigger_checkpoints:type_name -> eddy.v1.CheckpointTrigger
+	11, // 11: eddy.v1.HeartbeatResponse.completed_checkpoints:type_name -> eddy.v1.CheckpointCompletion
+	2,  // 12: eddy.v1.Cluster.RegisterWorker:input_type -> eddy.v1.RegisterWorkerRequest
+	6,  // 13: eddy.v1.Cluster.Heartbeat:input_type -> eddy.v1.HeartbeatRequest
+	13, // 14: eddy.v1.Cluster.AckCheckpoint:input_type -> eddy.v1.AckCheckpointRequest
+	0,  // 15: eddy.v1.Cluster.FetchModule:input_type -> eddy.v1.FetchModuleRequest
+	3,  // 16: eddy.v1.Cluster.RegisterWorker:output_type -> eddy.v1.RegisterWorkerResponse
+	12, // 17: eddy.v1.Cluster.Heartbeat:output_type -> eddy.v1.HeartbeatResponse
+	14, // 18: eddy.v1.Cluster.AckCheckpoint:output_type -> eddy.v1.AckCheckpointResponse
+	1,  // 19: eddy.v1.Cluster.FetchModule:output_type -> eddy.v1.FetchModuleResponse
+	16, // [16:20] is the sub-list for method output_type
+	12, // [12:16] is the sub-list for method input_type
 	12, // [12:12] is the sub-list for extension type_name
 	12, // [12:12] is the sub-list for extension extendee
 	0,  // [0:12] is the sub-list for field type_name
@@ -1316,7 +1442,7 @@ func file_eddy_v1_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_eddy_v1_cluster_proto_rawDesc), len(file_eddy_v1_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   13,
+			NumMessages:   15,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -25,6 +25,7 @@ const (
 	Cluster_RegisterWorker_FullMethodName = "/eddy.v1.Cluster/RegisterWorker"
 	Cluster_Heartbeat_FullMethodName      = "/eddy.v1.Cluster/Heartbeat"
 	Cluster_AckCheckpoint_FullMethodName  = "/eddy.v1.Cluster/AckCheckpoint"
+	Cluster_FetchModule_FullMethodName    = "/eddy.v1.Cluster/FetchModule"
 )
 
 // ClusterClient is the client API for Cluster service.
@@ -80,6 +81,11 @@ type ClusterClient interface {
 	// checkpoint manifest, commits the checkpoint, and lists it in the
 	// completed_checkpoints of its heartbeat answers.
 	AckCheckpoint(ctx context.Context, in *AckCheckpointRequest, opts ...grpc.CallOption) (*AckCheckpointResponse, error)
+	// FetchModule returns the bytes of a module that a job placed on the
+	// calling worker runs. Anything else (another job's module, a worker
+	// instance the leader does not know) is NOT_FOUND: a worker gets the
+	// modules of the work it was given, no more.
+	FetchModule(ctx context.Context, in *FetchModuleRequest, opts ...grpc.CallOption) (*FetchModuleResponse, error)
 }
 
 type clusterClient struct {
@@ -114,6 +120,16 @@ func (c *clusterClient) AckCheckpoint(ctx context.Context, in *AckCheckpointRequ
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(AckCheckpointResponse)
 	err := c.cc.Invoke(ctx, Cluster_AckCheckpoint_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *clusterClient) FetchModule(ctx context.Context, in *FetchModuleRequest, opts ...grpc.CallOption) (*FetchModuleResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FetchModuleResponse)
+	err := c.cc.Invoke(ctx, Cluster_FetchModule_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -173,6 +189,11 @@ type ClusterServer interface {
 	// checkpoint manifest, commits the checkpoint, and lists it in the
 	// completed_checkpoints of its heartbeat answers.
 	AckCheckpoint(context.Context, *AckCheckpointRequest) (*AckCheckpointResponse, error)
+	// FetchModule returns the bytes of a module that a job placed on the
+	// calling worker runs. Anything else (another job's module, a worker
+	// instance the leader does not know) is NOT_FOUND: a worker gets the
+	// modules of the work it was given, no more.
+	FetchModule(context.Context, *FetchModuleRequest) (*FetchModuleResponse, error)
 	mustEmbedUnimplementedClusterServer()
 }
 
@@ -191,6 +212,9 @@ func (UnimplementedClusterServer) Heartbeat(context.Context, *HeartbeatRequest) 
 }
 func (UnimplementedClusterServer) AckCheckpoint(context.Context, *AckCheckpointRequest) (*AckCheckpointResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AckCheckpoint not implemented")
+}
+func (UnimplementedClusterServer) FetchModule(context.Context, *FetchModuleRequest) (*FetchModuleResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method FetchModule not implemented")
 }
 func (UnimplementedClusterServer) mustEmbedUnimplementedClusterServer() {}
 func (UnimplementedClusterServer) testEmbeddedByValue()                 {}
@@ -267,6 +291,24 @@ func _Cluster_AckCheckpoint_Handler(srv interface{}, ctx context.Context, dec fu
 	return interceptor(ctx, in, info, handler)
 }
 
+func _Cluster_FetchModule_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(FetchModuleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ClusterServer).FetchModule(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Cluster_FetchModule_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ClusterServer).FetchModule(ctx, req.(*FetchModuleRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // Cluster_ServiceDesc is the grpc.ServiceDesc for Cluster service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -285,6 +327,10 @@ var Cluster_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AckCheckpoint",
 			Handler:    _Cluster_AckCheckpoint_Handler,
+		},
+		{
+			MethodName: "FetchModule",
+			Handler:    _Cluster_FetchModule_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
