@@ -321,10 +321,11 @@ func (c *Coordinator) lead(t *term) {
 		return
 	}
 	t.since = c.now()
+	// Before the term serves calls: the first ones may use the token.
+	c.bootstrapToken(t.ctx)
 	close(t.ready)
 	c.health.SetServingStatus(eddyv1.Cluster_ServiceDesc.ServiceName, healthpb.HealthCheckResponse_SERVING)
 	c.registerSelf(t.ctx)
-	c.bootstrapToken(t.ctx)
 
 	var backoff time.Duration
 	timer := time.NewTimer(0)
