@@ -31,25 +31,55 @@ const defaultCoordinator = "127.0.0.1:7700"
 type clientFlags struct {
 	coordinator string
 	tenant      string
+	context     string
 	timeout     time.Duration
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
-	def := os.Getenv("EDDY_COORDINATOR")
-	if def == "" {
-		def = defaultCoordinator
-	}
-	fs.StringVar(&c.coordinator, "coordinator", def, "API address of a coordinator (env EDDY_COORDINATOR)")
-	fs.StringVar(&c.tenant, "tenant", rpc.DefaultTenant, "tenant")
+	fs.StringVar(&c.coordinator, "coordinator", "", "API address of a coordinator (default: env EDDY_COORDINATOR, else the context's, else "+defaultCoordinator+")")
+	fs.StringVar(&c.tenant, "tenant", "", "tenant to act on, for admins (other tokens act on their own tenant)")
+	fs.StringVar(&c.context, "context", "", "CLI context to use (default: env EDDY_CONTEXT, else the current one; see eddy context)")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "deadline of the call")
+}
+
+// target resolves where a call goes and with which token: the flag, the
+// environment (EDDY_COORDINATOR, EDDY_TOKEN), the context, the default.
+func (c *clientFlags) target() (addr, token string, err error) {
+	cfg, _, err := loadConfig()
+	if err != nil {
+		return "", "", err
+	}
+	ctxt, name, err := cfg.context(c.context)
+	if err != nil {
+		return "", "", err
+	}
+	addr = cmp.Or(c.coordinator, os.Getenv("EDDY_COORDINATOR"))
+	token = os.Getenv("EDDY_TOKEN")
+	if ctxt != nil {
+		addr = cmp.Or(addr, ctxt.Coordinator)
+		if token == "" {
+			if token, err = ctxt.token(name); err != nil {
+				return "", "", err
+			}
+		}
+	}
+	return cmp.Or(addr, defaultCoordinator), token, nil
 }
 
 // dial returns a Control client, a context bounded by --timeout for its
 // calls, and a function releasing both.
 func (c *clientFlags) dial() (eddyv1.ControlClient, context.Context, func(), error) {
-	conn, err := grpc.NewClient(c.coordinator, rpc.DialOptions()...)
+	addr, token, err := c.target()
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("coordinator %s: %w", c.coordinator, err)
+		return nil, nil, nil, err
+	}
+	opts := rpc.DialOptions()
+	if token != "" {
+		opts = append(opts, rpc.WithToken(token))
+	}
+	conn, err := grpc.NewClient(addr, opts...)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("coordinator %s: %w", addr, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	return eddyv1.NewControlClient(conn), ctx, func() { cancel(); conn.Close() }, nil

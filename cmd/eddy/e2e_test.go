@@ -27,10 +27,19 @@ func TestMain(m *testing.M) {
 	if err := build.Run(); err != nil {
 		panic("build eddy: " + err.Error())
 	}
+	// Every server a test starts forms its cluster with this admin token,
+	// and every client call sends it, unless a test says otherwise; the
+	// CLI's configuration file is the test run's own.
+	os.Setenv("EDDY_BOOTSTRAP_TOKEN", testToken)
+	os.Setenv("EDDY_TOKEN", testToken)
+	os.Setenv("EDDY_CONFIG", filepath.Join(dir, "config.yaml"))
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
+
+// testToken is the admin token of the test clusters.
+var testToken = "eddy_" + strings.Repeat("e", 16) + "_" + strings.Repeat("7", 64)
 
 func repoRoot(t testing.TB) string {
 	t.Helper()

@@ -39,6 +39,15 @@ usage:
   eddy savepoint create           take a savepoint of a running job (--stop: then cancel it)
   eddy cluster info               coordinators, the leader, workers and their slots
 
+  eddy context set|use|list|delete  named coordinators and their credentials (the CLI's config file)
+  eddy token create|list|revoke   API tokens: admin, developer or viewer of one tenant
+  eddy audit list                 every mutating call: who, what, when, outcome (admins)
+  eddy whoami                     the token in use: its id, tenant and role
+
+Client commands send an API token: env EDDY_TOKEN, else the context's. A new
+cluster's first coordinator writes an admin token to DATA-DIR/admin.token;
+eddy standalone also adds it as the context "local".
+
 Run 'eddy COMMAND -h' for the flags of a command.
 `
 
@@ -71,6 +80,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdJob(args[1:], stdout, stderr)
 	case "savepoint":
 		err = cmdSavepoint(args[1:], stdout, stderr)
+	case "context":
+		err = cmdContext(args[1:], stdout, stderr)
+	case "token":
+		err = cmdToken(args[1:], stdout, stderr)
+	case "audit":
+		err = cmdAudit(args[1:], stdout, stderr)
+	case "whoami":
+		err = cmdWhoAmI(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

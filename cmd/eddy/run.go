@@ -91,7 +91,13 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	defer s.stop()
 
-	conn, err := grpc.NewClient(s.coord.Addr(), rpc.DialOptions()...)
+	// In-process credentials: the admin token the embedded coordinator
+	// made for the cluster it formed.
+	token, err := s.coord.AdminToken(ctx)
+	if err != nil {
+		return err
+	}
+	conn, err := grpc.NewClient(s.coord.Addr(), append(rpc.DialOptions(), rpc.WithToken(token))...)
 	if err != nil {
 		return err
 	}

@@ -72,6 +72,14 @@ func (c *coordinatorFlags) build(engine *host.Engine, log *slog.Logger) (*coordi
 	if c.blobs == "" {
 		c.blobs = filepath.Join(c.dataDir, "blobs")
 	}
+	// The member that forms a new cluster makes its first admin token
+	// (EDDY_BOOTSTRAP_TOKEN, or a random one) and writes it here; a
+	// joining member proves itself with an admin token (EDDY_TOKEN).
+	if c.cfg.Raft.Bootstrap {
+		c.cfg.AdminTokenFile = filepath.Join(c.dataDir, coordinator.AdminTokenFileName)
+		c.cfg.BootstrapToken = os.Getenv("EDDY_BOOTSTRAP_TOKEN")
+	}
+	c.cfg.JoinToken = os.Getenv("EDDY_TOKEN")
 	c.cfg.CheckpointStorage = c.checkpoints
 	if c.checkpoints == "" {
 		dir, err := filepath.Abs(filepath.Join(c.dataDir, "checkpoints"))
@@ -239,8 +247,28 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) error {
 	// The addresses bound, also for port 0: what a script (or the tests)
 	// reads to reach a coordinator started on ports the kernel picked.
 	fmt.Fprintf(stdout, "coordinator %s serving on %s (raft %s)\n", cf.cfg.NodeID, s.coord.Addr(), s.coord.RaftAddr())
+	if cf.cfg.Raft.Bootstrap {
+		printAdminToken(ctx, s.coord, stdout, stderr)
+	}
 	waitSignal()
 	return nil
+}
+
+// adminTokenWait bounds the wait for a new cluster's first admin token.
+const adminTokenWait = 30 * time.Second
+
+// printAdminToken says where the bootstrap admin token is (never the
+// token itself), and whether there is one.
+func printAdminToken(ctx context.Context, c *coordinator.Coordinator, stdout, stderr io.Writer) bool {
+	ctx, cancel := context.WithTimeout(ctx, adminTokenWait)
+	defer cancel()
+	if _, err := c.AdminToken(ctx); err != nil {
+		fmt.Fprintf(stderr, "eddy: %v\n", err)
+		return false
+	}
+	fmt.Fprintf(stdout, "admin token in %s (export EDDY_TOKEN=$(cat %s), or eddy context set NAME --coordinator %s --token-file %s)\n",
+		c.AdminTokenFile(), c.AdminTokenFile(), c.Addr(), c.AdminTokenFile())
+	return true
 }
 
 func cmdWorker(args []string, stdout, stderr io.Writer) error {
@@ -305,9 +333,11 @@ func startStandalone(ctx context.Context, ef *engineFlags, cf *coordinatorFlags,
 func cmdStandalone(args []string, stdout, stderr io.Writer) error {
 	var cf coordinatorFlags
 	var wf workerFlags
+	var cliContext string
 	ef, err := serverFlags("standalone", args, stderr, func(fs *flag.FlagSet) {
 		cf.register(fs, true)
 		wf.register(fs, true)
+		fs.StringVar(&cliContext, "cli-context", "local", "CLI context to save with this standalone's address and admin token file (empty: none)")
 	})
 	if err != nil {
 		return err
@@ -321,6 +351,14 @@ func cmdStandalone(args []string, stdout, stderr io.Writer) error {
 	}
 	defer s.stop()
 	fmt.Fprintf(stdout, "standalone: coordinator on %s, worker with %d slots, data exchange on %s\n", s.coord.Addr(), wf.cfg.Slots, s.worker.Addr())
+	if printAdminToken(context.Background(), s.coord, stdout, stderr) && cliContext != "" {
+		abs, _ := filepath.Abs(cf.cfg.AdminTokenFile)
+		if path, err := registerLocalContext(cliContext, s.coord.Addr(), abs); err != nil {
+			fmt.Fprintf(stderr, "eddy: CLI context %s not saved: %v\n", cliContext, err)
+		} else {
+			fmt.Fprintf(stdout, "CLI context %s: %s (in %s)\n", cliContext, s.coord.Addr(), path)
+		}
+	}
 	waitSignal()
 	return nil
 }

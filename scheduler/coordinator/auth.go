@@ -214,28 +214,38 @@ func writeSecret(path, secret string) error {
 	return os.Rename(tmp, path)
 }
 
+// AdminTokenFile is where this member writes the bootstrap admin token
+// ("" for none).
+func (c *Coordinator) AdminTokenFile() string { return c.cfg.AdminTokenFile }
+
 // AdminToken returns the admin token this coordinator made when it
 // bootstrapped the cluster (waiting for it while the first term starts),
 // or the one in cfg.AdminTokenFile: the in-process credentials of `eddy
 // run` and of tests.
 func (c *Coordinator) AdminToken(ctx context.Context) (string, error) {
-	select {
-	case <-c.tokenReady:
-	case <-ctx.Done():
-		return "", fmt.Errorf("admin token: %w", ctx.Err())
+	for {
+		c.tokenMu.Lock()
+		wire := c.adminToken
+		c.tokenMu.Unlock()
+		if wire != "" {
+			return wire, nil
+		}
+		if c.cfg.AdminTokenFile == "" {
+			return "", errors.New("admin token: this coordinator has no admin token file")
+		}
+		data, err := os.ReadFile(c.cfg.AdminTokenFile)
+		if err == nil {
+			return strings.TrimSpace(string(data)), nil
+		}
+		select {
+		case <-c.tokenReady:
+			return "", fmt.Errorf("admin token: %w", err)
+		default:
+		}
+		select {
+		case <-c.tokenReady: // look again
+		case <-ctx.Done():
+			return "", fmt.Errorf("admin token: %w", ctx.Err())
+		}
 	}
-	c.tokenMu.Lock()
-	wire := c.adminToken
-	c.tokenMu.Unlock()
-	if wire != "" {
-		return wire, nil
-	}
-	if c.cfg.AdminTokenFile == "" {
-		return "", errors.New("admin token: this coordinator has no admin token file")
-	}
-	data, err := os.ReadFile(c.cfg.AdminTokenFile)
-	if err != nil {
-		return "", fmt.Errorf("admin token: %w", err)
-	}
-	return strings.TrimSpace(string(data)), nil
 }
