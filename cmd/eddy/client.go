@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
@@ -32,6 +33,7 @@ type clientFlags struct {
 	coordinator string
 	tenant      string
 	timeout     time.Duration
+	ca          string
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
@@ -42,17 +44,38 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.coordinator, "coordinator", def, "API address of a coordinator (env EDDY_COORDINATOR)")
 	fs.StringVar(&c.tenant, "tenant", rpc.DefaultTenant, "tenant")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "deadline of the call")
+	fs.StringVar(&c.ca, "ca", os.Getenv("EDDY_CA"), "PEM file of the CA that signed the coordinator's certificate: dial with TLS (env EDDY_CA)")
 }
 
 // dial returns a Control client, a context bounded by --timeout for its
 // calls, and a function releasing both.
 func (c *clientFlags) dial() (eddyv1.ControlClient, context.Context, func(), error) {
-	conn, err := grpc.NewClient(c.coordinator, rpc.DialOptions()...)
+	creds, err := rpc.TLS{CA: c.ca}.Load(false)
+	if err != nil {
+		return nil, nil, nil, usageError{err}
+	}
+	opts := creds.DialOptions()
+	if creds == nil {
+		opts = append(opts, grpc.WithChainUnaryInterceptor(plaintextHint))
+	}
+	conn, err := grpc.NewClient(c.coordinator, opts...)
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("coordinator %s: %w", c.coordinator, err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	return eddyv1.NewControlClient(conn), ctx, func() { cancel(); conn.Close() }, nil
+}
+
+// plaintextHint adds to an UNAVAILABLE error of a plaintext call what the
+// user may have missed: a coordinator that serves TLS closes a plaintext
+// connection with nothing more telling than an EOF.
+func plaintextHint(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	if s, ok := status.FromError(err); ok && s.Code() == codes.Unavailable && len(s.Details()) == 0 {
+		// No details: not a NotLeader redirect, which callers follow.
+		return status.Errorf(codes.Unavailable, "%s (if the coordinator serves TLS, pass --ca FILE or set EDDY_CA)", s.Message())
+	}
+	return err
 }
 
 // rpcError turns a gRPC error into the one line a user should see.

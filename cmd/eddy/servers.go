@@ -53,6 +53,7 @@ func (c *coordinatorFlags) register(fs *flag.FlagSet, standalone bool) {
 		fs.StringVar(&c.cfg.Raft.BindAddr, "raft", c.cfg.Raft.BindAddr, "Raft listen address (port 0 as for --api; a member that restarts needs a fixed one)")
 		fs.BoolVar(&c.cfg.Raft.Bootstrap, "bootstrap", false, "form a new group with this member (the first coordinator)")
 		fs.StringVar(&c.cfg.Join, "join", "", "API address of a member of an existing group to join")
+		fs.DurationVar(&c.cfg.JoinTimeout, "join-timeout", c.cfg.JoinTimeout, "how long to keep trying to join before giving up")
 	}
 }
 
@@ -219,8 +220,18 @@ func waitSignal() {
 
 func cmdCoordinator(args []string, stdout, stderr io.Writer) error {
 	var cf coordinatorFlags
-	ef, err := serverFlags("coordinator", args, stderr, func(fs *flag.FlagSet) { cf.register(fs, false) })
+	var tf tlsFlags
+	ef, err := serverFlags("coordinator", args, stderr, func(fs *flag.FlagSet) {
+		cf.register(fs, false)
+		tf.register(fs)
+	})
 	if err != nil {
+		return err
+	}
+	if cf.cfg.TLS, err = tf.load(); err != nil {
+		return err
+	}
+	if err := tf.checkListen(cf.cfg.TLS, "--api", cf.cfg.APIAddr, "--raft", cf.cfg.Raft.BindAddr); err != nil {
 		return err
 	}
 	cf.dataDir = ef.dataDir
@@ -245,8 +256,18 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) error {
 
 func cmdWorker(args []string, stdout, stderr io.Writer) error {
 	var wf workerFlags
-	ef, err := serverFlags("worker", args, stderr, func(fs *flag.FlagSet) { wf.register(fs, false) })
+	var tf tlsFlags
+	ef, err := serverFlags("worker", args, stderr, func(fs *flag.FlagSet) {
+		wf.register(fs, false)
+		tf.register(fs)
+	})
 	if err != nil {
+		return err
+	}
+	if wf.cfg.TLS, err = tf.load(); err != nil {
+		return err
+	}
+	if err := tf.checkListen(wf.cfg.TLS, "--data", wf.cfg.DataAddr); err != nil {
 		return err
 	}
 	ctx := context.Background()
@@ -305,11 +326,20 @@ func startStandalone(ctx context.Context, ef *engineFlags, cf *coordinatorFlags,
 func cmdStandalone(args []string, stdout, stderr io.Writer) error {
 	var cf coordinatorFlags
 	var wf workerFlags
+	var tf tlsFlags
 	ef, err := serverFlags("standalone", args, stderr, func(fs *flag.FlagSet) {
 		cf.register(fs, true)
 		wf.register(fs, true)
+		tf.register(fs)
 	})
 	if err != nil {
+		return err
+	}
+	if cf.cfg.TLS, err = tf.load(); err != nil {
+		return err
+	}
+	wf.cfg.TLS = cf.cfg.TLS
+	if err := tf.checkListen(cf.cfg.TLS, "--api", cf.cfg.APIAddr, "--data", wf.cfg.DataAddr); err != nil {
 		return err
 	}
 	if ef.dataDir == "" {

@@ -73,8 +73,8 @@ func ServerOptions() []grpc.ServerOption {
 }
 
 // DialOptions are the options every Eddy gRPC client connection is
-// created with (grpc.NewClient). Connections are plaintext: Eddy has no
-// transport security yet.
+// created with (grpc.NewClient). Connections are plaintext; see
+// Credentials.DialOptions for TLS.
 func DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),

@@ -137,9 +137,19 @@ func (n *Node) start(fsm raft.FSM, hl hclog.Logger) error {
 			return fmt.Errorf("advertise address: %w", err)
 		}
 	}
-	n.transport, err = raft.NewTCPTransportWithLogger(n.cfg.BindAddr, advertise, n.cfg.MaxPool, n.cfg.TransportTimeout, hl.Named("transport"))
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", n.cfg.BindAddr, err)
+	if n.cfg.TLS == nil {
+		n.transport, err = raft.NewTCPTransportWithLogger(n.cfg.BindAddr, advertise, n.cfg.MaxPool, n.cfg.TransportTimeout, hl.Named("transport"))
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", n.cfg.BindAddr, err)
+		}
+	} else {
+		stream, err := newTLSStreamLayer(n.cfg.BindAddr, advertise, n.cfg.TLS)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", n.cfg.BindAddr, err)
+		}
+		n.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+			Stream: stream, MaxPool: n.cfg.MaxPool, Timeout: n.cfg.TransportTimeout, Logger: hl.Named("transport"),
+		})
 	}
 
 	rc := raft.DefaultConfig()
