@@ -1,6 +1,7 @@
 // Package raftnode runs one member of the coordinator's Raft group: it wires
 // hashicorp/raft to a durable write-ahead log and stable store (raft-wal), a
-// file snapshot store and a TCP transport, around the caller's raft.FSM.
+// file snapshot store and a TCP transport (mutual TLS with Config.TLS),
+// around the caller's raft.FSM.
 //
 // A group of one bootstraps itself (Config.Bootstrap). A group of three or
 // five bootstraps one member; the others start without Bootstrap and are
