@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
-	"github.com/eddy-stream/eddy/proto/rpc"
 )
 
 // TaskSpec is one task of a job: one parallel instance (subtask) of a
@@ -412,7 +411,7 @@ func (j *Job) StartDeployment(ctx context.Context, d Deployment, ex *Exchange) (
 			cancel(err)
 		})
 	}
-	pool := rpc.NewPool() // one connection per peer for this run
+	pool := j.opts.TLS.NewPool() // one connection per peer for this run
 	r := &Running{job: j, cp: cp, done: make(chan struct{})}
 
 	var tasks []*task

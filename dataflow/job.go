@@ -12,6 +12,7 @@ import (
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/host"
+	"github.com/eddy-stream/eddy/proto/rpc"
 	"github.com/eddy-stream/eddy/state"
 )
 
@@ -47,6 +48,10 @@ type Options struct {
 	// its producers block (backpressure). Default 8.
 	QueueCapacity int
 	Logger        *slog.Logger
+	// TLS are the credentials tasks dial other workers' Exchange with
+	// (nil: plaintext). A worker's Exchange requires a certificate of the
+	// cluster CA when it has TLS.
+	TLS *rpc.Credentials
 }
 
 // ErrJobFailed marks the error of a job whose task failed.

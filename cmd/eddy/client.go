@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
@@ -33,6 +34,7 @@ type clientFlags struct {
 	tenant      string
 	context     string
 	timeout     time.Duration
+	ca          string
 }
 
 func (c *clientFlags) register(fs *flag.FlagSet) {
@@ -40,40 +42,51 @@ func (c *clientFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&c.tenant, "tenant", "", "tenant to act on, for admins (other tokens act on their own tenant)")
 	fs.StringVar(&c.context, "context", "", "CLI context to use (default: env EDDY_CONTEXT, else the current one; see eddy context)")
 	fs.DurationVar(&c.timeout, "timeout", 30*time.Second, "deadline of the call")
+	fs.StringVar(&c.ca, "ca", os.Getenv("EDDY_CA"), "PEM file of the CA that signed the coordinator's certificate: dial with TLS (env EDDY_CA)")
 }
 
-// target resolves where a call goes and with which token: the flag, the
-// environment (EDDY_COORDINATOR, EDDY_TOKEN), the context, the default.
-func (c *clientFlags) target() (addr, token string, err error) {
+// target resolves where a call goes, with which token and which CA: the
+// flag, the environment (EDDY_COORDINATOR, EDDY_TOKEN, EDDY_CA), the
+// context, the default.
+func (c *clientFlags) target() (addr, token, ca string, err error) {
 	cfg, _, err := loadConfig()
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	ctxt, name, err := cfg.context(c.context)
 	if err != nil {
-		return "", "", err
+		return "", "", "", err
 	}
 	addr = cmp.Or(c.coordinator, os.Getenv("EDDY_COORDINATOR"))
 	token = os.Getenv("EDDY_TOKEN")
+	ca = c.ca
 	if ctxt != nil {
 		addr = cmp.Or(addr, ctxt.Coordinator)
+		ca = cmp.Or(ca, ctxt.CA)
 		if token == "" {
 			if token, err = ctxt.token(name); err != nil {
-				return "", "", err
+				return "", "", "", err
 			}
 		}
 	}
-	return cmp.Or(addr, defaultCoordinator), token, nil
+	return cmp.Or(addr, defaultCoordinator), token, ca, nil
 }
 
 // dial returns a Control client, a context bounded by --timeout for its
 // calls, and a function releasing both.
 func (c *clientFlags) dial() (eddyv1.ControlClient, context.Context, func(), error) {
-	addr, token, err := c.target()
+	addr, token, ca, err := c.target()
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	opts := rpc.DialOptions()
+	creds, err := rpc.TLS{CA: ca}.Load(false)
+	if err != nil {
+		return nil, nil, nil, usageError{err}
+	}
+	opts := creds.DialOptions()
+	if creds == nil {
+		opts = append(opts, grpc.WithChainUnaryInterceptor(plaintextHint))
+	}
 	if token != "" {
 		opts = append(opts, rpc.WithToken(token))
 	}
@@ -83,6 +96,18 @@ func (c *clientFlags) dial() (eddyv1.ControlClient, context.Context, func(), err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), c.timeout)
 	return eddyv1.NewControlClient(conn), ctx, func() { cancel(); conn.Close() }, nil
+}
+
+// plaintextHint adds to an UNAVAILABLE error of a plaintext call what the
+// user may have missed: a coordinator that serves TLS closes a plaintext
+// connection with nothing more telling than an EOF.
+func plaintextHint(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	err := invoker(ctx, method, req, reply, cc, opts...)
+	if s, ok := status.FromError(err); ok && s.Code() == codes.Unavailable && len(s.Details()) == 0 {
+		// No details: not a NotLeader redirect, which callers follow.
+		return status.Errorf(codes.Unavailable, "%s (if the coordinator serves TLS, pass --ca FILE or set EDDY_CA)", s.Message())
+	}
+	return err
 }
 
 // rpcError turns a gRPC error into the one line a user should see.

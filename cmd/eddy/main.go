@@ -38,6 +38,7 @@ usage:
   eddy job submit|list|status|cancel
   eddy savepoint create           take a savepoint of a running job (--stop: then cancel it)
   eddy cluster info               coordinators, the leader, workers and their slots
+  eddy certs init DIR             a CA and a member certificate for a TLS cluster (--certs DIR on every server)
 
   eddy context set|use|list|delete  named coordinators and their credentials (the CLI's config file)
   eddy token create|list|revoke   API tokens: admin, developer or viewer of one tenant
@@ -88,6 +89,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdAudit(args[1:], stdout, stderr)
 	case "whoami":
 		err = cmdWhoAmI(args[1:], stdout, stderr)
+	case "certs":
+		err = cmdCerts(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

@@ -53,6 +53,7 @@ func (c *coordinatorFlags) register(fs *flag.FlagSet, standalone bool) {
 		fs.StringVar(&c.cfg.Raft.BindAddr, "raft", c.cfg.Raft.BindAddr, "Raft listen address (port 0 as for --api; a member that restarts needs a fixed one)")
 		fs.BoolVar(&c.cfg.Raft.Bootstrap, "bootstrap", false, "form a new group with this member (the first coordinator)")
 		fs.StringVar(&c.cfg.Join, "join", "", "API address of a member of an existing group to join")
+		fs.DurationVar(&c.cfg.JoinTimeout, "join-timeout", c.cfg.JoinTimeout, "how long to keep trying to join before giving up")
 	}
 }
 
@@ -227,8 +228,18 @@ func waitSignal() {
 
 func cmdCoordinator(args []string, stdout, stderr io.Writer) error {
 	var cf coordinatorFlags
-	ef, err := serverFlags("coordinator", args, stderr, func(fs *flag.FlagSet) { cf.register(fs, false) })
+	var tf tlsFlags
+	ef, err := serverFlags("coordinator", args, stderr, func(fs *flag.FlagSet) {
+		cf.register(fs, false)
+		tf.register(fs)
+	})
 	if err != nil {
+		return err
+	}
+	if cf.cfg.TLS, err = tf.load(); err != nil {
+		return err
+	}
+	if err := tf.checkListen(cf.cfg.TLS, "--api", cf.cfg.APIAddr, "--raft", cf.cfg.Raft.BindAddr); err != nil {
 		return err
 	}
 	cf.dataDir = ef.dataDir
@@ -273,8 +284,18 @@ func printAdminToken(ctx context.Context, c *coordinator.Coordinator, stdout, st
 
 func cmdWorker(args []string, stdout, stderr io.Writer) error {
 	var wf workerFlags
-	ef, err := serverFlags("worker", args, stderr, func(fs *flag.FlagSet) { wf.register(fs, false) })
+	var tf tlsFlags
+	ef, err := serverFlags("worker", args, stderr, func(fs *flag.FlagSet) {
+		wf.register(fs, false)
+		tf.register(fs)
+	})
 	if err != nil {
+		return err
+	}
+	if wf.cfg.TLS, err = tf.load(); err != nil {
+		return err
+	}
+	if err := tf.checkListen(wf.cfg.TLS, "--data", wf.cfg.DataAddr); err != nil {
 		return err
 	}
 	ctx := context.Background()
@@ -334,12 +355,21 @@ func cmdStandalone(args []string, stdout, stderr io.Writer) error {
 	var cf coordinatorFlags
 	var wf workerFlags
 	var cliContext string
+	var tf tlsFlags
 	ef, err := serverFlags("standalone", args, stderr, func(fs *flag.FlagSet) {
 		cf.register(fs, true)
 		wf.register(fs, true)
+		tf.register(fs)
 		fs.StringVar(&cliContext, "cli-context", "local", "CLI context to save with this standalone's address and admin token file (empty: none)")
 	})
 	if err != nil {
+		return err
+	}
+	if cf.cfg.TLS, err = tf.load(); err != nil {
+		return err
+	}
+	wf.cfg.TLS = cf.cfg.TLS
+	if err := tf.checkListen(cf.cfg.TLS, "--api", cf.cfg.APIAddr, "--data", wf.cfg.DataAddr); err != nil {
 		return err
 	}
 	if ef.dataDir == "" {

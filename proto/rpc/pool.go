@@ -11,12 +11,15 @@ import (
 var ErrPoolClosed = errors.New("rpc: connection pool closed")
 
 // Pool holds one client connection per peer address, dialled with
-// DialOptions on first use: every call to a peer multiplexes over it. It
+// DialOptions (or a Credentials' DialOptions, see Credentials.NewPool) on
+// first use: every call to a peer multiplexes over it. It
 // is safe for concurrent use.
 type Pool struct {
 	mu     sync.Mutex
 	conns  map[string]*grpc.ClientConn
 	closed bool
+	// dial gives the options of new connections; nil: DialOptions.
+	dial func() []grpc.DialOption
 }
 
 // NewPool returns an empty pool.
@@ -32,7 +35,11 @@ func (p *Pool) Get(addr string) (*grpc.ClientConn, error) {
 	if c := p.conns[addr]; c != nil {
 		return c, nil
 	}
-	c, err := grpc.NewClient(addr, DialOptions()...)
+	opts := DialOptions
+	if p.dial != nil {
+		opts = p.dial
+	}
+	c, err := grpc.NewClient(addr, opts()...)
 	if err != nil {
 		return nil, err
 	}

@@ -1,7 +1,9 @@
 // Package rpc holds what every Eddy gRPC server and client shares beyond
 // the generated code of package eddyv1: the standard health and reflection
 // services, server and dial options that agree with each other (message
-// size, keepalive), the NotLeader redirect carried in a gRPC status, and
+// size, keepalive), transport security (TLS, Credentials: mutual TLS
+// between cluster members, and the refusal of plaintext beyond
+// loopback), the NotLeader redirect carried in a gRPC status, and
 // the wire defaults of request fields.
 //
 // It is not the place for the servers themselves (the scheduler serves
@@ -74,8 +76,8 @@ func ServerOptions() []grpc.ServerOption {
 }
 
 // DialOptions are the options every Eddy gRPC client connection is
-// created with (grpc.NewClient). Connections are plaintext: Eddy has no
-// transport security yet.
+// created with (grpc.NewClient). Connections are plaintext; see
+// Credentials.DialOptions for TLS.
 func DialOptions() []grpc.DialOption {
 	return []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/eddy-stream/eddy/scheduler/auth"
+	"github.com/eddy-stream/eddy/proto/rpc"
 	"github.com/eddy-stream/eddy/scheduler/raftnode"
 )
 
@@ -77,6 +78,13 @@ type Config struct {
 	// Logger receives the coordinator's logs (and Raft's, unless
 	// Raft.Logger is set); nil means slog.Default().
 	Logger *slog.Logger
+
+	// TLS are the coordinator's credentials (nil: plaintext). The API
+	// serves TLS and verifies a client certificate when one is given;
+	// the Cluster service, Join and Leave refuse callers without one of
+	// the cluster CA (CLI users present none). Other coordinators and
+	// workers are dialled with them, and Raft.TLS is set from them.
+	TLS *rpc.Credentials
 }
 
 // RestartKind names a restart strategy.

@@ -1,6 +1,7 @@
 package raftnode
 
 import (
+	"crypto/tls"
 	"fmt"
 	"log/slog"
 	"net"
@@ -65,6 +66,12 @@ type Config struct {
 	// WALSegmentSize is the size of each write-ahead log segment file
 	// (preallocated on creation).
 	WALSegmentSize int
+
+	// TLS, when set, secures the transport with mutual TLS: the config
+	// must present this member's certificate and require and verify the
+	// peer's (ClientAuth, ClientCAs and RootCAs), as
+	// rpc.Credentials.PeerConfig does. Nil: plain TCP.
+	TLS *tls.Config
 
 	// Logger receives Raft's and the WAL's logs, with a "component"
 	// attribute; nil means slog.Default().

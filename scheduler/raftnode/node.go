@@ -1,6 +1,7 @@
 // Package raftnode runs one member of the coordinator's Raft group: it wires
 // hashicorp/raft to a durable write-ahead log and stable store (raft-wal), a
-// file snapshot store and a TCP transport, around the caller's raft.FSM.
+// file snapshot store and a TCP transport (mutual TLS with Config.TLS),
+// around the caller's raft.FSM.
 //
 // A group of one bootstraps itself (Config.Bootstrap). A group of three or
 // five bootstraps one member; the others start without Bootstrap and are
@@ -137,9 +138,19 @@ func (n *Node) start(fsm raft.FSM, hl hclog.Logger) error {
 			return fmt.Errorf("advertise address: %w", err)
 		}
 	}
-	n.transport, err = raft.NewTCPTransportWithLogger(n.cfg.BindAddr, advertise, n.cfg.MaxPool, n.cfg.TransportTimeout, hl.Named("transport"))
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", n.cfg.BindAddr, err)
+	if n.cfg.TLS == nil {
+		n.transport, err = raft.NewTCPTransportWithLogger(n.cfg.BindAddr, advertise, n.cfg.MaxPool, n.cfg.TransportTimeout, hl.Named("transport"))
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", n.cfg.BindAddr, err)
+		}
+	} else {
+		stream, err := newTLSStreamLayer(n.cfg.BindAddr, advertise, n.cfg.TLS)
+		if err != nil {
+			return fmt.Errorf("listen on %s: %w", n.cfg.BindAddr, err)
+		}
+		n.transport = raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
+			Stream: stream, MaxPool: n.cfg.MaxPool, Timeout: n.cfg.TransportTimeout, Logger: hl.Named("transport"),
+		})
 	}
 
 	rc := raft.DefaultConfig()

@@ -78,6 +78,10 @@ type Config struct {
 	// OpenStorage opens a job's checkpoint storage by URL (nil:
 	// storage.Open with storage.ConfigFromEnv). Each URL is opened once.
 	OpenStorage func(ctx context.Context, url string) (storage.Store, error)
+	// TLS are the worker's credentials (nil: plaintext): its Exchange
+	// requires a peer certificate of the cluster CA, and it dials the
+	// coordinators and other workers' Exchange with them.
+	TLS *rpc.Credentials
 }
 
 // DefaultConfig returns a configuration with every default filled in,
@@ -180,7 +184,7 @@ func New(cfg Config) (*Worker, error) {
 		cfg:      cfg,
 		instance: hex.EncodeToString(id[:]),
 		jobs:     map[jobAttempt]*running{},
-		pool:     rpc.NewPool(),
+		pool:     cfg.TLS.NewPool(),
 		modules:  map[string]*host.Module{},
 		ended:    map[string][]dataflow.NodeSummary{},
 		stores:   map[string]storage.Store{},
@@ -222,7 +226,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	w.log = w.cfg.Logger.With("worker", w.cfg.ID)
 	w.exchange = dataflow.NewExchange(w.log)
-	w.server = grpc.NewServer(rpc.ServerOptions()...)
+	w.server = grpc.NewServer(w.cfg.TLS.ServerOptions(rpc.RequireMember)...)
 	eddyv1.RegisterExchangeServer(w.server, w.exchange)
 	rpc.RegisterStandard(w.server)
 	go func() { _ = w.server.Serve(lis) }()
@@ -269,7 +273,7 @@ func (w *Worker) Stop() {
 	w.server.Stop()
 	w.mu.Lock()
 	w.pool.Close()
-	w.pool = rpc.NewPool()
+	w.pool = w.cfg.TLS.NewPool()
 	for _, st := range w.stores {
 		st.Close()
 	}
@@ -316,6 +320,7 @@ func (w *Worker) register(ctx context.Context) (*eddyv1.RegisterWorkerResponse, 
 	req := &eddyv1.RegisterWorkerRequest{WorkerId: w.cfg.ID, InstanceId: w.instance, DataAddress: w.addr,
 		Slots: uint32(w.cfg.Slots), Version: w.cfg.Version}
 	backoff := 50 * time.Millisecond
+	var lastErr string
 	for {
 		var resp *eddyv1.RegisterWorkerResponse
 		err := w.call(ctx, func(c eddyv1.ClusterClient) error {
@@ -332,7 +337,19 @@ func (w *Worker) register(ctx context.Context) (*eddyv1.RegisterWorkerResponse, 
 			w.log.Info("registered", "slots", w.cfg.Slots, "data_address", w.addr)
 			return resp, nil
 		}
-		w.log.Debug("register", "err", err)
+		// Each new reason is a warning, so that a worker refused for good
+		// (a certificate the coordinator does not trust) says why; the
+		// same one again, as while a coordinator starts, is not.
+		if msg := err.Error(); msg != lastErr {
+			args := []any{"err", err}
+			if w.cfg.TLS == nil && status.Code(err) == codes.Unavailable {
+				args = append(args, "hint", "this worker has no TLS, and a coordinator that serves TLS closes plaintext connections: start it with --certs DIR")
+			}
+			w.log.Warn("register: retrying", args...)
+			lastErr = msg
+		} else {
+			w.log.Debug("register", "err", err)
+		}
 		select {
 		case <-ctx.Done():
 			return nil, fmt.Errorf("worker %s: register with %v: %w", w.cfg.ID, w.cfg.Coordinators, context.Cause(ctx))
@@ -827,6 +844,7 @@ func (w *Worker) build(ctx context.Context, d *eddyv1.Deployment, log *slog.Logg
 		refs[m.GetRef()] = m
 	}
 	opts := w.cfg.Job
+	opts.TLS = w.cfg.TLS
 	opts.Tenant = rpc.Tenant(d.GetTenant())
 	opts.Logger = log
 	opts.LoadModule = func(ctx context.Context, ref string) (*host.Module, error) {
