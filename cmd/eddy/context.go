@@ -280,12 +280,15 @@ func tokenID(tok string) string {
 // users reach it through, with the token file it wrote, and makes it
 // current when there is no current context: `eddy standalone` and the
 // next command need no set-up between them.
-func registerLocalContext(name, addr, tokenFile string) (string, error) {
+func registerLocalContext(name, addr, tokenFile, ca string) (string, error) {
 	cfg, path, err := loadConfig()
 	if err != nil {
 		return "", err
 	}
-	cfg.Contexts[name] = &cliContext{Coordinator: addr, TokenFile: tokenFile}
+	if ca != "" {
+		ca, _ = filepath.Abs(ca)
+	}
+	cfg.Contexts[name] = &cliContext{Coordinator: addr, TokenFile: tokenFile, CA: ca}
 	if cfg.Current == "" {
 		cfg.Current = name
 	}

@@ -383,7 +383,7 @@ func cmdStandalone(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "standalone: coordinator on %s, worker with %d slots, data exchange on %s\n", s.coord.Addr(), wf.cfg.Slots, s.worker.Addr())
 	if printAdminToken(context.Background(), s.coord, stdout, stderr) && cliContext != "" {
 		abs, _ := filepath.Abs(cf.cfg.AdminTokenFile)
-		if path, err := registerLocalContext(cliContext, s.coord.Addr(), abs); err != nil {
+		if path, err := registerLocalContext(cliContext, s.coord.Addr(), abs, tf.tls.CA); err != nil {
 			fmt.Fprintf(stderr, "eddy: CLI context %s not saved: %v\n", cliContext, err)
 		} else {
 			fmt.Fprintf(stdout, "CLI context %s: %s (in %s)\n", cliContext, s.coord.Addr(), path)
