@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -74,18 +73,7 @@ type result struct {
 
 func eddy(t testing.TB, args ...string) result {
 	t.Helper()
-	cmd := exec.Command(eddyBin, args...)
-	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(os.TempDir(), "eddy-e2e-cache"))
-	var so, se bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &so, &se
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatal(err)
-	}
-	return result{code, so.String(), se.String()}
+	return eddyEnv(t, nil, args...)
 }
 
 func sortedLines(t testing.TB, path string) []string {

@@ -17,28 +17,8 @@ import (
 // one is elected within seconds, modules and jobs are intact, and the
 // worker finds the new leader and keeps its tasks (no new attempt).
 func TestThreeCoordinators(t *testing.T) {
-	logger := testkit.Logger(t)
-	store := NewMemStore() // shared, as an s3:// bucket would be
-	opts := defaultOpts()
-	cfg1 := testConfig(t, logger, "c1", opts)
-	cfg1.Raft.Bootstrap = true
-	c1 := startCoordinator(t, cfg1, store)
-	testkit.Eventually(t, 10*time.Second, "c1 to lead", c1.IsLeader)
-	members := []*Coordinator{c1}
-	for _, id := range []string{"c2", "c3"} {
-		cfg := testConfig(t, logger, id, opts)
-		cfg.Join = c1.Addr()
-		members = append(members, startCoordinator(t, cfg, store))
-	}
-	c2, c3 := members[1], members[2]
-	testkit.Eventually(t, 10*time.Second, "every member to know every member's address", func() bool {
-		for _, m := range members {
-			if len(m.FSM().Coordinators()) != 3 {
-				return false
-			}
-		}
-		return true
-	})
+	members := threeCoordinators(t)
+	c1, c2, c3 := members[0], members[1], members[2]
 	if !c1.IsLeader() {
 		t.Fatal("c1 lost leadership while the others joined")
 	}
