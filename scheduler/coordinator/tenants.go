@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -292,4 +293,76 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// checkpointQuotaOutcome decides what a completed checkpoint of job j
+// becomes under its tenant's quota q, the tenant storing used bytes now:
+//   - keyed state above state_bytes fails the job (the checkpoint's full
+//     size is the job's keyed state, summed over its tasks: a job measured
+//     where every task reports it, without a second channel);
+//   - a checkpoint that would take the tenant's checkpoint storage above
+//     checkpoint_bytes, after retention dropped what it supersedes, fails
+//     (and its files are deleted); the job keeps running;
+//   - otherwise the checkpoint completes (done, unchanged).
+func checkpointQuotaOutcome(j *fsm.Job, q fsm.Quota, used int64, done *fsm.CheckpointCompleted) fsm.Command {
+	if q.StateBytes > 0 && done.FullSize > q.StateBytes {
+		return &fsm.FailJob{JobID: j.ID, Message: fmt.Sprintf("job %s: keyed state %s exceeds tenant %s's quota state_bytes=%d",
+			j.ID, humanBytes(done.FullSize), j.Tenant, q.StateBytes)}
+	}
+	if q.CheckpointBytes <= 0 {
+		return done
+	}
+	after := *j
+	c := fsm.Checkpoint{ID: done.ID, FullSize: done.FullSize, IncrementalSize: done.IncrementalSize}
+	if done.Savepoint {
+		after.Savepoints = append(slices.Clone(j.Savepoints), c)
+	} else {
+		after.Checkpoints = append(slices.Clone(j.Checkpoints), c)
+		if over := len(after.Checkpoints) - max(done.Retain, 1); over > 0 {
+			after.Checkpoints = after.Checkpoints[over:]
+		}
+	}
+	projected := used - j.StoredCheckpointBytes() + after.StoredCheckpointBytes()
+	if projected <= q.CheckpointBytes {
+		return done
+	}
+	kind := "checkpoint"
+	if done.Savepoint {
+		kind = "savepoint"
+	}
+	return &fsm.CheckpointFailed{JobID: j.ID, ID: done.ID, Reason: fmt.Sprintf(
+		"tenant %s: quota checkpoint_bytes=%d reached (%d bytes stored with this %s): the job keeps running; ask an admin to raise it",
+		j.Tenant, q.CheckpointBytes, projected, kind)}
+}
+
+// humanBytes writes n in binary units: "1.2 GiB", "512 B".
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 5; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+}
+
+// setTaskLimits gives each deployment the per-task bounds of its tenant's
+// quota, which the worker applies to the tasks' instances and state.
+func setTaskLimits(ds []*eddyv1.Deployment, quotas map[string]fsm.Quota) {
+	for _, d := range ds {
+		q := quotas[d.GetTenant()]
+		l := &eddyv1.TaskLimits{
+			MemoryBytes:   uint64(max(q.MemoryBytes, 0)),
+			CallTimeoutMs: uint64(max(q.CallTimeoutMs, 0)),
+			EmitBytes:     uint64(max(q.EmitBytes, 0)),
+			EmitRecords:   uint64(max(q.EmitRecords, 0)),
+			StateBytes:    uint64(max(q.StateBytes, 0)),
+		}
+		if l.MemoryBytes|l.CallTimeoutMs|l.EmitBytes|l.EmitRecords|l.StateBytes != 0 {
+			d.Limits = l
+		}
+	}
 }
