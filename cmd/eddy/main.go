@@ -38,6 +38,7 @@ usage:
   eddy job submit|list|status|cancel
   eddy savepoint create           take a savepoint of a running job (--stop: then cancel it)
   eddy cluster info               coordinators, the leader, workers and their slots
+  eddy tenant create|list|delete|quota   tenants and their quotas (admin)
 
 Run 'eddy COMMAND -h' for the flags of a command.
 `
@@ -71,6 +72,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdJob(args[1:], stdout, stderr)
 	case "savepoint":
 		err = cmdSavepoint(args[1:], stdout, stderr)
+	case "tenant":
+		err = cmdTenant(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
