@@ -79,6 +79,10 @@ func TestTenants(t *testing.T) {
 		u := tenantOf(t, cl, "acme").GetUsage()
 		return u.GetSlots() == 3 && u.GetJobs() == 1 && u.GetModules() == 1
 	})
+	// The per-task bounds of the quota go with the deployment.
+	if l := w.lastDeployment(sub.GetJobId()).GetLimits(); l.GetCallTimeoutMs() != 500 || l.GetMemoryBytes() != 0 {
+		t.Fatalf("deployment limits %v, want call_timeout_ms 500", l)
+	}
 	if u := tenantOf(t, cl, "default").GetUsage(); u.GetSlots() != 0 || u.GetJobs() != 0 || u.GetModules() != 0 {
 		t.Fatalf("default's usage %v", u)
 	}
