@@ -62,7 +62,7 @@ type Instance struct {
 	// memLimit is the most memory this instance can have: the module's
 	// limit, or the tenant's when lower (InstanceLimits).
 	memLimit uint64
-	log     *guestLog
+	log      *guestLog
 	// ctx lives as long as the instance and carries it, so the host
 	// functions, which are shared by every instance of the engine, find the
 	// instance that called them. It is never cancelled: deadlines are the
@@ -137,8 +137,8 @@ func (m *Module) newInstance(ctx context.Context, cfg InstanceConfig, name, who 
 		logger = e.logger
 	}
 	i := &Instance{
-		module:  m,
-		who:     who,
+		module:   m,
+		who:      who,
 		timeout:  e.cfg.CallTimeout,
 		memLimit: m.memoryLimit,
 		stack:    make([]uint64, 4),

@@ -80,6 +80,7 @@ func TestTenants(t *testing.T) {
 		return u.GetSlots() == 3 && u.GetJobs() == 1 && u.GetModules() == 1
 	})
 	// The per-task bounds of the quota go with the deployment.
+	testkit.Eventually(t, 10*time.Second, "acme's job to be deployed", func() bool { return w.lastDeployment(sub.GetJobId()) != nil })
 	if l := w.lastDeployment(sub.GetJobId()).GetLimits(); l.GetCallTimeoutMs() != 500 || l.GetMemoryBytes() != 0 {
 		t.Fatalf("deployment limits %v, want call_timeout_ms 500", l)
 	}
