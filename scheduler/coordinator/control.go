@@ -259,7 +259,7 @@ func (c *Coordinator) submitJob(ctx context.Context, _ *term, req *eddyv1.Submit
 	if len(tasks) == 0 {
 		return nil, invalid("the job has no tasks")
 	}
-	if err := c.checkSubmitQuotas(tenant, len(tasks)); err != nil {
+	if err := c.checkSubmitQuotas(tenant, req.GetRequestId(), len(tasks)); err != nil {
 		return nil, err
 	}
 	modules, err := resolveModules(c.fsm, tenant, spec)

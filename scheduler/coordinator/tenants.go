@@ -231,12 +231,29 @@ func quotaReached(tenant, quota string, value int64, usage, advice string) error
 	return status.Errorf(codes.ResourceExhausted, "tenant %s: quota %s=%d reached (%s): %s", tenant, quota, value, usage, advice)
 }
 
+// quotaStatus is the FSM's refusal of a count beyond a quota (a request
+// that passed the leader's check at the same time as another).
+func quotaStatus(err error) error {
+	var qe *fsm.QuotaError
+	if !errors.As(err, &qe) {
+		return status.Error(codes.ResourceExhausted, err.Error())
+	}
+	return quotaReached(qe.Tenant, qe.Quota, int64(qe.Limit), fmt.Sprintf("%d in use", qe.Used), "ask an admin to raise it")
+}
+
 // checkSubmitQuotas refuses a job the tenant's quota will never let run
 // (more tasks than its slots) or that would be one job too many.
-func (c *Coordinator) checkSubmitQuotas(tenant string, tasks int) error {
+func (c *Coordinator) checkSubmitQuotas(tenant, requestID string, tasks int) error {
 	t, err := c.fsm.Tenant(tenant)
 	if err != nil {
 		return notFound("tenant %q not found", tenant)
+	}
+	if requestID != "" {
+		for _, j := range c.fsm.Jobs(tenant) {
+			if j.RequestID == requestID {
+				return nil // a retry: it is answered with that job, as before
+			}
+		}
 	}
 	q := t.Quota
 	if q.Slots > 0 && tasks > q.Slots {

@@ -1,8 +1,65 @@
 package fsm
 
+import (
+	"errors"
+	"fmt"
+)
+
 // What a tenant uses now, in the units of its Quota. These are pure
 // functions of the replicated state, so that the leader's placement and
 // checkpoint decisions that enforce quotas stay deterministic.
+
+// ErrQuotaExceeded is matched by the *QuotaError of a job or module beyond
+// its tenant's count quota (jobs, modules). The leader refuses such a
+// request before proposing it, with a message for the user; the FSM
+// refuses it again so that two requests proposed at once cannot both pass.
+var ErrQuotaExceeded = errors.New("fsm: quota exceeded")
+
+// QuotaError says which count quota a command would exceed.
+type QuotaError struct {
+	Tenant string
+	// Quota is the quota's name ("jobs", "modules"), Limit its value and
+	// Used the usage the command found.
+	Quota       string
+	Limit, Used int
+}
+
+func (e *QuotaError) Error() string {
+	return fmt.Sprintf("tenant %s: quota %s=%d reached (%d in use)", e.Tenant, e.Quota, e.Limit, e.Used)
+}
+
+// Is makes errors.Is(err, ErrQuotaExceeded) true.
+func (e *QuotaError) Is(target error) bool { return target == ErrQuotaExceeded }
+
+// checkCountQuota refuses one more job (TypeSubmitJob) or module version
+// (TypeRegisterModule) of a tenant at its quota.
+func (a *applier) checkCountQuota(tenant string, kind CommandType) error {
+	t, ok := a.st.tenants[tenant]
+	if !ok {
+		return nil // the caller checked the tenant
+	}
+	e := &QuotaError{Tenant: tenant}
+	switch kind {
+	case TypeSubmitJob:
+		e.Quota, e.Limit = "jobs", t.Quota.Jobs
+		for _, j := range a.st.jobs {
+			if j.Tenant == tenant && !j.State.Terminal() {
+				e.Used++
+			}
+		}
+	case TypeRegisterModule:
+		e.Quota, e.Limit = "modules", t.Quota.Modules
+		for k, versions := range a.st.modules {
+			if k.tenant == tenant {
+				e.Used += len(versions)
+			}
+		}
+	}
+	if e.Limit > 0 && e.Used >= e.Limit {
+		return e
+	}
+	return nil
+}
 
 // CheckTenantID checks a tenant id as the commands do: [a-z0-9][a-z0-9_-]*
 // and not too long. The error wraps ErrMalformed.
