@@ -12,8 +12,9 @@ import (
 
 // TestTenantCLI drives `eddy tenant` against a standalone process, and the
 // quotas a real job meets: a module above module_bytes is refused, a job
-// beyond the tenant's slots is refused, and a stateful job whose keyed
-// state outgrows state_bytes fails with the quota's line.
+// beyond the tenant's slots is refused, a stateful job whose keyed state
+// outgrows state_bytes fails with the quota's line, and hostile modules
+// fail at the tenant's memory and call deadline bounds.
 func TestTenantCLI(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a standalone process")
@@ -83,6 +84,25 @@ func TestTenantCLI(t *testing.T) {
 	t.Logf("status of the failed job:\n%s", st)
 	if !line.MatchString(st) {
 		t.Fatalf("job status:\n%s", st)
+	}
+
+	// memory_bytes and call_timeout_ms: the worker bounds each instance of
+	// the tenant's tasks below its own limits (64 MiB, 5 s).
+	must("tenant", "create", "lim", "--memory-bytes", "4MiB", "--call-timeout", "300ms")
+	for _, tc := range []struct{ module, want string }{
+		{"grow_bomb", "memory limit of 4 MiB reached"},
+		{"loop", "exceeded its 300ms deadline"},
+	} {
+		must("module", "upload", filepath.Join(repoRoot(t), "host", "testdata", tc.module+".wasm"), "--name", tc.module, "--tenant", "lim")
+		spec, _ := inlineSpec(t, strings.Replace(wasmJob, "MODULE", tc.module, 1))
+		id := strings.TrimSpace(must("job", "submit", spec, "--tenant", "lim"))
+		testkit.Eventually(t, time.Minute, "the "+tc.module+" job to fail", func() bool {
+			st = cli("job", "status", id, "--tenant", "lim").stdout
+			return strings.Contains(st, "FAILED,")
+		})
+		if !strings.Contains(st, tc.want) {
+			t.Fatalf("job status of %s, want %q:\n%s", tc.module, tc.want, st)
+		}
 	}
 
 	// delete: refused while a job lives, then done.
