@@ -211,3 +211,37 @@ func TestTenantSlotsWait(t *testing.T) {
 		return status(second).GetJob().GetState() == eddyv1.JobState_JOB_STATE_RUNNING
 	})
 }
+
+// TestTenantsThroughFollower: tenant calls and quota refusals through a
+// follower are the leader's, relayed with their codes and lines.
+func TestTenantsThroughFollower(t *testing.T) {
+	leader, _ := startOne(t, defaultOpts())
+	fcfg := testConfig(t, testkit.Logger(t), "c2", defaultOpts())
+	fcfg.Join = leader.Addr()
+	// Its own module store: a forwarded upload is stored by the leader.
+	follower := startCoordinator(t, fcfg, NewMemStore())
+	if id, _, err := follower.WaitLeader(callCtx(t)); err != nil || id != "c1" {
+		t.Fatalf("WaitLeader on the follower: %s %v", id, err)
+	}
+	f := control(t, follower.Addr())
+	ctx := callCtx(t)
+	if _, err := f.CreateTenant(ctx, &eddyv1.CreateTenantRequest{Id: "acme", Quota: &eddyv1.TenantQuota{Modules: u32(1)}}); err != nil {
+		t.Fatalf("create through the follower: %v", err)
+	}
+	_, err := f.CreateTenant(ctx, &eddyv1.CreateTenantRequest{Id: "acme"})
+	wantCode(t, err, codes.AlreadyExists, "tenant acme already exists")
+	if _, err := f.UploadModule(ctx, &eddyv1.UploadModuleRequest{Tenant: "acme", Name: "a", Wasm: wasmModule("a")}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = f.UploadModule(ctx, &eddyv1.UploadModuleRequest{Tenant: "acme", Name: "b", Wasm: wasmModule("b")})
+	wantCode(t, err, codes.ResourceExhausted, "tenant acme: quota modules=1 reached (1 module version registered)")
+	if _, err := f.SetQuota(ctx, &eddyv1.SetQuotaRequest{Tenant: "acme", Quota: &eddyv1.TenantQuota{Modules: u32(0)}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.UploadModule(ctx, &eddyv1.UploadModuleRequest{Tenant: "acme", Name: "b", Wasm: wasmModule("b")}); err != nil {
+		t.Fatalf("upload after lifting the quota: %v", err)
+	}
+	testkit.Eventually(t, 10*time.Second, "the follower's FSM to have acme's modules", func() bool {
+		return follower.FSM().TenantUsage("acme").Modules == 2
+	})
+}
