@@ -59,7 +59,10 @@ type Instance struct {
 	// instance Compile runs, "module <name>: probe instance".
 	who     string
 	timeout time.Duration
-	log     *guestLog
+	// memLimit is the most memory this instance can have: the module's
+	// limit, or the tenant's when lower (InstanceLimits).
+	memLimit uint64
+	log      *guestLog
 	// ctx lives as long as the instance and carries it, so the host
 	// functions, which are shared by every instance of the engine, find the
 	// instance that called them. It is never cancelled: deadlines are the
@@ -134,12 +137,17 @@ func (m *Module) newInstance(ctx context.Context, cfg InstanceConfig, name, who 
 		logger = e.logger
 	}
 	i := &Instance{
-		module:  m,
-		who:     who,
-		timeout: e.cfg.CallTimeout,
-		stack:   make([]uint64, 4),
-		fired:   make(chan struct{}, 1),
-		wake:    make(chan struct{}),
+		module:   m,
+		who:      who,
+		timeout:  e.cfg.CallTimeout,
+		memLimit: m.memoryLimit,
+		stack:    make([]uint64, 4),
+		fired:    make(chan struct{}, 1),
+		wake:     make(chan struct{}),
+	}
+	instCtx, err := i.applyLimits(ctx, InstanceLimitsFrom(ctx))
+	if err != nil {
+		return nil, err
 	}
 	i.ctx = context.WithValue(context.WithoutCancel(ctx), instanceKey{}, i)
 	i.keyed.init(cfg.State, name)
@@ -148,7 +156,7 @@ func (m *Module) newInstance(ctx context.Context, cfg InstanceConfig, name, who 
 
 	// Instantiation runs no guest code: instrumenting turned the start
 	// function, if any, into an export called below under a deadline.
-	wmod, err := e.runtime.InstantiateModule(ctx, m.compiled, i.moduleConfig())
+	wmod, err := e.runtime.InstantiateModule(instCtx, m.compiled, i.moduleConfig())
 	if err != nil {
 		i.log.close()
 		return nil, i.callError("instantiation", err, false)
@@ -330,7 +338,7 @@ func (i *Instance) buffer(n int, what string) (uint32, error) {
 	if n <= int(i.bufCap) {
 		return i.buf, nil
 	}
-	limit := i.module.memoryLimit
+	limit := i.memLimit
 	if uint64(n) > limit || uint64(n) > math.MaxUint32 {
 		return 0, markf([]error{ErrMemoryLimit}, "%s: %s of %d bytes cannot fit in the memory limit of %s",
 			i.who, what, n, sizeString(limit))
@@ -477,7 +485,7 @@ func (i *Instance) callError(export string, err error, interrupted bool) error {
 		// memory.grow failed at the limit and the guest gave up; name the
 		// cause rather than the symptom (usually "unreachable").
 		return markf([]error{ErrMemoryLimit, ErrTrap}, "%s: %s: memory limit of %s reached (%s)",
-			i.who, export, sizeString(i.module.memoryLimit), msg)
+			i.who, export, sizeString(i.memLimit), msg)
 	}
 	return markf([]error{ErrTrap}, "%s: %s trapped: %s", i.who, export, msg)
 }
@@ -490,7 +498,7 @@ func (i *Instance) nearMemoryLimit() bool {
 	if i.mem == nil {
 		return false
 	}
-	limit := i.module.memoryLimit
+	limit := i.memLimit
 	return uint64(i.mem.Size())+limit/16 >= limit
 }
 

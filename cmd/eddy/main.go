@@ -48,6 +48,7 @@ usage:
 Client commands send an API token: env EDDY_TOKEN, else the context's. A new
 cluster's first coordinator writes an admin token to DATA-DIR/admin.token;
 eddy standalone also adds it as the context "local".
+  eddy tenant create|list|delete|quota   tenants and their quotas (admin)
 
 Run 'eddy COMMAND -h' for the flags of a command.
 `
@@ -91,6 +92,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdWhoAmI(args[1:], stdout, stderr)
 	case "certs":
 		err = cmdCerts(args[1:], stdout, stderr)
+	case "tenant":
+		err = cmdTenant(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0

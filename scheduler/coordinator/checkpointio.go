@@ -102,6 +102,11 @@ func (c *Coordinator) finalizeCheckpoint(ctx context.Context, t *term, jobID str
 		}
 		cmd = &fsm.CheckpointCompleted{JobID: j.ID, Attempt: p.Attempt, ID: p.ID, Savepoint: p.Savepoint, Manifest: location,
 			Duration: max(0, c.now().Sub(p.Triggered)), FullSize: full, IncrementalSize: incremental, Retain: cfg.retain}
+		if err == nil {
+			if t, terr := c.fsm.Tenant(j.Tenant); terr == nil {
+				cmd = checkpointQuotaOutcome(&j, t.Quota, c.fsm.TenantUsage(j.Tenant).CheckpointBytes, cmd.(*fsm.CheckpointCompleted))
+			}
+		}
 	}
 	if err != nil {
 		cmd = &fsm.CheckpointFailed{JobID: j.ID, ID: p.ID, Reason: oneLine(err.Error())}
@@ -116,6 +121,8 @@ func (c *Coordinator) finalizeCheckpoint(ctx context.Context, t *term, jobID str
 			"full_size", cmd.FullSize, "incremental_size", cmd.IncrementalSize)
 	case *fsm.CheckpointFailed:
 		log.Warn("checkpoint failed", "savepoint", p.Savepoint, "reason", cmd.Reason)
+	case *fsm.FailJob:
+		log.Warn("job failed at a checkpoint", "reason", cmd.Message)
 	}
 }
 

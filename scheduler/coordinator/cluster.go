@@ -142,6 +142,7 @@ func (s *clusterServer) Heartbeat(ctx context.Context, req *eddyv1.HeartbeatRequ
 		}
 		return cfg.storage
 	})
+	setTaskLimits(resp.GetDeployments(), quotasOf(c.fsm.Tenants()))
 	resp.StateIndex = index
 	resp.HeartbeatIntervalMs = c.cfg.HeartbeatInterval.Milliseconds()
 	if n := len(resp.Deployments) + len(resp.CancelTasks) + len(resp.CancelJobs); n > 0 {

@@ -146,6 +146,9 @@ func (c *Coordinator) uploadModule(ctx context.Context, _ *term, req *eddyv1.Upl
 			return &eddyv1.UploadModuleResponse{Module: moduleInfo(m), AlreadyExists: true}, nil
 		}
 	}
+	if err := c.checkModuleQuotas(tenant, name, len(req.GetWasm())); err != nil {
+		return nil, err
+	}
 	if err := c.deps.Validator(ctx, name, req.GetWasm()); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -246,6 +249,9 @@ func (c *Coordinator) submitJob(ctx context.Context, _ *term, req *eddyv1.Submit
 	if len(tasks) == 0 {
 		return nil, invalid("the job has no tasks")
 	}
+	if err := c.checkSubmitQuotas(tenant, req.GetRequestId(), len(tasks)); err != nil {
+		return nil, err
+	}
 	modules, err := resolveModules(c.fsm, tenant, spec)
 	if err != nil {
 		return nil, err
@@ -335,6 +341,9 @@ func (c *Coordinator) triggerSavepoint(ctx context.Context, t *term, req *eddyv1
 	}
 	if _, err := c.checkpointConfig(&j); err != nil {
 		return nil, status.Errorf(codes.FailedPrecondition, "%s", oneLine(err.Error()))
+	}
+	if err := c.checkSavepointQuota(tenant); err != nil {
+		return nil, err
 	}
 	after := j.CheckpointSeq
 	unregister := t.waitSavepoint(j.ID, after)

@@ -533,6 +533,8 @@ func (c *Coordinator) toStatus(err error) error {
 		return status.Error(codes.FailedPrecondition, err.Error())
 	case errors.Is(err, fsm.ErrMalformed):
 		return status.Error(codes.InvalidArgument, err.Error())
+	case errors.Is(err, fsm.ErrQuotaExceeded):
+		return quotaStatus(err)
 	}
 	c.log.Error("internal error", "err", err)
 	return status.Error(codes.Internal, err.Error())

@@ -30,6 +30,25 @@ type round struct {
 	lastSeen map[string]time.Time
 	timeout  time.Duration
 	restart  RestartStrategy
+	// quotas are the tenants' quotas by tenant id (a tenant absent: no
+	// limit).
+	quotas map[string]fsm.Quota
+}
+
+// quotasOf indexes the tenants' quotas for a round.
+func quotasOf(tenants []fsm.Tenant) map[string]fsm.Quota {
+	out := make(map[string]fsm.Quota, len(tenants))
+	for _, t := range tenants {
+		out[t.ID] = t.Quota
+	}
+	return out
+}
+
+// tenantSlotsMessage is the status of a job that fits the cluster's free
+// slots or not, but not its tenant's: it waits for its own tenant's jobs
+// to end, not for the cluster.
+func tenantSlotsMessage(tenant string, quota, used, needed int) string {
+	return fmt.Sprintf("waiting for tenant %s's slots: quota slots=%d, %d in use, the job needs %d", tenant, quota, used, needed)
 }
 
 // plan is the output of a round: commands to propose in order, and when to
@@ -82,6 +101,12 @@ func decide(r round) plan {
 			candidates = append(candidates, placement.Worker{ID: w.ID, Slots: w.Slots, Used: w.UsedSlots})
 		}
 	}
+	// Slots each tenant's running jobs hold; a job placed in this round
+	// adds its own, as it does to its workers' used slots.
+	tenantUsed := map[string]int{}
+	for i := range r.jobs {
+		tenantUsed[r.jobs[i].Tenant] += r.jobs[i].HeldSlots()
+	}
 	for _, j := range r.jobs {
 		switch j.State {
 		case fsm.JobRestarting:
@@ -97,6 +122,14 @@ func decide(r round) plan {
 		default:
 			continue
 		}
+		// The tenant's quota first: a job held back by it waits for the
+		// tenant's own jobs, whatever the cluster has free, and says so.
+		if q := r.quotas[j.Tenant].Slots; q > 0 && tenantUsed[j.Tenant]+len(j.Tasks) > q {
+			if msg := tenantSlotsMessage(j.Tenant, q, tenantUsed[j.Tenant], len(j.Tasks)); j.State != fsm.JobWaitingForSlots || j.Message != msg {
+				p.commands = append(p.commands, &fsm.JobWaiting{JobID: j.ID, Message: msg})
+			}
+			continue
+		}
 		deployment, err := placement.Place(j.Tasks, candidates)
 		var short *placement.InsufficientSlotsError
 		switch {
@@ -110,6 +143,7 @@ func decide(r round) plan {
 			p.commands = append(p.commands, &fsm.FailJob{JobID: j.ID, Message: "cannot place the job: " + err.Error()})
 		default:
 			p.commands = append(p.commands, &fsm.PlaceJob{JobID: j.ID, Attempt: j.Attempt + 1, Deployment: deployment})
+			tenantUsed[j.Tenant] += len(j.Tasks)
 			for i := range candidates {
 				for _, wid := range deployment {
 					if wid == candidates[i].ID {

@@ -60,6 +60,7 @@ func (s *sim) round() round {
 		now: s.now, since: s.since,
 		workers: s.f.Workers(), jobs: s.f.AllJobs(),
 		lastSeen: s.lastSeen, timeout: s.timeout, restart: s.restart,
+		quotas: quotasOf(s.f.Tenants()),
 	}
 }
 

@@ -448,6 +448,7 @@ func (c *Coordinator) round(t *term) plan {
 		lastSeen: t.lastSeen(),
 		timeout:  c.cfg.HeartbeatTimeout,
 		restart:  c.cfg.Restart,
+		quotas:   quotasOf(c.fsm.Tenants()),
 	})
 	if len(p.commands) > 0 {
 		return p

@@ -202,6 +202,9 @@ func (a *applier) registerModule(c *RegisterModule) (any, error) {
 	if n := len(versions); n > 0 && versions[n-1].SHA256 == c.SHA256 {
 		return *versions[n-1], nil
 	}
+	if err := a.checkCountQuota(c.Tenant, TypeRegisterModule); err != nil {
+		return nil, err
+	}
 	m := &Module{
 		Tenant:  c.Tenant,
 		Name:    c.Name,
@@ -292,6 +295,9 @@ func (a *applier) submitJob(c *SubmitJob) (any, error) {
 				return j.clone(), nil
 			}
 		}
+	}
+	if err := a.checkCountQuota(c.Tenant, TypeSubmitJob); err != nil {
+		return nil, err
 	}
 	for _, m := range c.Modules {
 		versions := a.st.modules[moduleKey{c.Tenant, m.Name}]

@@ -35,6 +35,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math"
 	"net"
 	"sync"
 	"time"
@@ -705,7 +706,7 @@ func (w *Worker) cancelAll() {
 // deploy starts one deployment.
 func (w *Worker) deploy(ctx context.Context, d *eddyv1.Deployment) {
 	key := jobAttempt{d.GetJobId(), d.GetAttempt()}
-	jctx, cancel := context.WithCancel(ctx)
+	jctx, cancel := context.WithCancel(host.WithInstanceLimits(ctx, instanceLimits(d.GetLimits())))
 	r := &running{d: d, cancel: cancel, done: make(chan struct{}), released: map[string]bool{}}
 	w.mu.Lock()
 	w.jobs[key] = r
@@ -944,4 +945,16 @@ func (w *Worker) NodeStats(jobID string) []dataflow.NodeSummary {
 		return w.ended[jobID]
 	}
 	return best.job.Stats()
+}
+
+// instanceLimits are the tenant's bounds of each instance of a deployment
+// (its quota, sent with the deployment); every instance its tasks create
+// finds them in the deployment's context.
+func instanceLimits(l *eddyv1.TaskLimits) host.InstanceLimits {
+	return host.InstanceLimits{
+		MemoryBytes: l.GetMemoryBytes(),
+		CallTimeout: time.Duration(min(l.GetCallTimeoutMs(), uint64(math.MaxInt64/int64(time.Millisecond)))) * time.Millisecond,
+		EmitBytes:   int64(min(l.GetEmitBytes(), math.MaxInt64)),
+		EmitRecords: int64(min(l.GetEmitRecords(), math.MaxInt64)),
+	}
 }

@@ -720,8 +720,12 @@ type Deployment struct {
 	// leader does not know it (the savepoint the job was submitted with)
 	// or restore_from is empty.
 	RestoreCheckpoint uint64 `protobuf:"varint,10,opt,name=restore_checkpoint,json=restoreCheckpoint,proto3" json:"restore_checkpoint,omitempty"`
-	unknownFields     protoimpl.UnknownFields
-	sizeCache         protoimpl.SizeCache
+	// Bounds of the job's tenant (its quota) that the worker applies to each
+	// task of the deployment; absent or zero fields: the worker's own
+	// defaults.
+	Limits        *TaskLimits `protobuf:"bytes,12,opt,name=limits,proto3" json:"limits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Deployment) Reset() {
@@ -824,6 +828,95 @@ func (x *Deployment) GetRestoreCheckpoint() uint64 {
 	return 0
 }
 
+func (x *Deployment) GetLimits() *TaskLimits {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+// TaskLimits bounds one task of a tenant's job (see fsm.Quota). Zero: no
+// bound of the tenant's own.
+type TaskLimits struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Linear memory of one instance.
+	MemoryBytes uint64 `protobuf:"varint,1,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
+	// Deadline of one guest call (one batch).
+	CallTimeoutMs uint64 `protobuf:"varint,2,opt,name=call_timeout_ms,json=callTimeoutMs,proto3" json:"call_timeout_ms,omitempty"`
+	// What one guest call may emit.
+	EmitBytes   uint64 `protobuf:"varint,3,opt,name=emit_bytes,json=emitBytes,proto3" json:"emit_bytes,omitempty"`
+	EmitRecords uint64 `protobuf:"varint,4,opt,name=emit_records,json=emitRecords,proto3" json:"emit_records,omitempty"`
+	// Keyed state of the whole job; a task alone above it fails the job.
+	StateBytes    uint64 `protobuf:"varint,5,opt,name=state_bytes,json=stateBytes,proto3" json:"state_bytes,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *TaskLimits) Reset() {
+	*x = TaskLimits{}
+	mi := &file_eddy_v1_cluster_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *TaskLimits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*TaskLimits) ProtoMessage() {}
+
+func (x *TaskLimits) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_cluster_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use TaskLimits.ProtoReflect.Descriptor instead.
+func (*TaskLimits) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *TaskLimits) GetMemoryBytes() uint64 {
+	if x != nil {
+		return x.MemoryBytes
+	}
+	return 0
+}
+
+func (x *TaskLimits) GetCallTimeoutMs() uint64 {
+	if x != nil {
+		return x.CallTimeoutMs
+	}
+	return 0
+}
+
+func (x *TaskLimits) GetEmitBytes() uint64 {
+	if x != nil {
+		return x.EmitBytes
+	}
+	return 0
+}
+
+func (x *TaskLimits) GetEmitRecords() uint64 {
+	if x != nil {
+		return x.EmitRecords
+	}
+	return 0
+}
+
+func (x *TaskLimits) GetStateBytes() uint64 {
+	if x != nil {
+		return x.StateBytes
+	}
+	return 0
+}
+
 // CheckpointTrigger asks the worker to start a checkpoint of a job attempt
 // in the source tasks of its deployment. It is repeated in every heartbeat
 // answer while the checkpoint is in flight: the worker triggers each id
@@ -841,7 +934,7 @@ type CheckpointTrigger struct {
 
 func (x *CheckpointTrigger) Reset() {
 	*x = CheckpointTrigger{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[10]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -853,7 +946,7 @@ func (x *CheckpointTrigger) String() string {
 func (*CheckpointTrigger) ProtoMessage() {}
 
 func (x *CheckpointTrigger) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[10]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -866,7 +959,7 @@ func (x *CheckpointTrigger) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointTrigger.ProtoReflect.Descriptor instead.
 func (*CheckpointTrigger) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{10}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *CheckpointTrigger) GetJobId() string {
@@ -913,7 +1006,7 @@ type CheckpointCompletion struct {
 
 func (x *CheckpointCompletion) Reset() {
 	*x = CheckpointCompletion{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[11]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -925,7 +1018,7 @@ func (x *CheckpointCompletion) String() string {
 func (*CheckpointCompletion) ProtoMessage() {}
 
 func (x *CheckpointCompletion) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[11]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -938,7 +1031,7 @@ func (x *CheckpointCompletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCompletion.ProtoReflect.Descriptor instead.
 func (*CheckpointCompletion) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{11}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *CheckpointCompletion) GetJobId() string {
@@ -992,7 +1085,7 @@ type HeartbeatResponse struct {
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[12]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1004,7 +1097,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[12]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1017,7 +1110,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{12}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *HeartbeatResponse) GetDeployments() []*Deployment {
@@ -1105,7 +1198,7 @@ type AckCheckpointRequest struct {
 
 func (x *AckCheckpointRequest) Reset() {
 	*x = AckCheckpointRequest{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[13]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1117,7 +1210,7 @@ func (x *AckCheckpointRequest) String() string {
 func (*AckCheckpointRequest) ProtoMessage() {}
 
 func (x *AckCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[13]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1130,7 +1223,7 @@ func (x *AckCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*AckCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{13}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *AckCheckpointRequest) GetJobId() string {
@@ -1215,7 +1308,7 @@ type AckCheckpointResponse struct {
 
 func (x *AckCheckpointResponse) Reset() {
 	*x = AckCheckpointResponse{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[14]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1227,7 +1320,7 @@ func (x *AckCheckpointResponse) String() string {
 func (*AckCheckpointResponse) ProtoMessage() {}
 
 func (x *AckCheckpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[14]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1240,7 +1333,7 @@ func (x *AckCheckpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckCheckpointResponse.ProtoReflect.Descriptor instead.
 func (*AckCheckpointResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{14}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *AckCheckpointResponse) GetAccepted() bool {
@@ -1311,7 +1404,7 @@ const file_eddy_v1_cluster_proto_rawDesc = "" +
 	"\x05chain\x18\x02 \x01(\tR\x05chain\x12\x18\n" +
 	"\asubtask\x18\x03 \x01(\rR\asubtask\x12\x1b\n" +
 	"\tworker_id\x18\x04 \x01(\tR\bworkerId\x12!\n" +
-	"\fdata_address\x18\x05 \x01(\tR\vdataAddress\"\xf4\x02\n" +
+	"\fdata_address\x18\x05 \x01(\tR\vdataAddress\"\xa1\x03\n" +
 	"\n" +
 	"Deployment\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
@@ -1326,7 +1419,17 @@ const file_eddy_v1_cluster_proto_rawDesc = "" +
 	"\frestore_from\x18\b \x01(\tR\vrestoreFrom\x12-\n" +
 	"\x12checkpoint_storage\x18\t \x01(\tR\x11checkpointStorage\x12-\n" +
 	"\x12restore_checkpoint\x18\n" +
-	" \x01(\x04R\x11restoreCheckpoint\"\x96\x01\n" +
+	" \x01(\x04R\x11restoreCheckpoint\x12+\n" +
+	"\x06limits\x18\f \x01(\v2\x13.eddy.v1.TaskLimitsR\x06limits\"\xba\x01\n" +
+	"\n" +
+	"TaskLimits\x12!\n" +
+	"\fmemory_bytes\x18\x01 \x01(\x04R\vmemoryBytes\x12&\n" +
+	"\x0fcall_timeout_ms\x18\x02 \x01(\x04R\rcallTimeoutMs\x12\x1d\n" +
+	"\n" +
+	"emit_bytes\x18\x03 \x01(\x04R\temitBytes\x12!\n" +
+	"\femit_records\x18\x04 \x01(\x04R\vemitRecords\x12\x1f\n" +
+	"\vstate_bytes\x18\x05 \x01(\x04R\n" +
+	"stateBytes\"\x96\x01\n" +
 	"\x11CheckpointTrigger\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12#\n" +
@@ -1381,7 +1484,7 @@ func file_eddy_v1_cluster_proto_rawDescGZIP() []byte {
 	return file_eddy_v1_cluster_proto_rawDescData
 }
 
-var file_eddy_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 15)
+var file_eddy_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_eddy_v1_cluster_proto_goTypes = []any{
 	(*FetchModuleRequest)(nil),     // 0: eddy.v1.FetchModuleRequest
 	(*FetchModuleResponse)(nil),    // 1: eddy.v1.FetchModuleResponse
@@ -1393,41 +1496,43 @@ var file_eddy_v1_cluster_proto_goTypes = []any{
 	(*ModuleRef)(nil),              // 7: eddy.v1.ModuleRef
 	(*TaskPlacement)(nil),          // 8: eddy.v1.TaskPlacement
 	(*Deployment)(nil),             // 9: eddy.v1.Deployment
-	(*CheckpointTrigger)(nil),      // 10: eddy.v1.CheckpointTrigger
-	(*CheckpointCompletion)(nil),   // 11: eddy.v1.CheckpointCompletion
-	(*HeartbeatResponse)(nil),      // 12: eddy.v1.HeartbeatResponse
-	(*AckCheckpointRequest)(nil),   // 13: eddy.v1.AckCheckpointRequest
-	(*AckCheckpointResponse)(nil),  // 14: eddy.v1.AckCheckpointResponse
-	(TaskState)(0),                 // 15: eddy.v1.TaskState
-	(*TaskMetrics)(nil),            // 16: eddy.v1.TaskMetrics
-	(CheckpointKind)(0),            // 17: eddy.v1.CheckpointKind
+	(*TaskLimits)(nil),             // 10: eddy.v1.TaskLimits
+	(*CheckpointTrigger)(nil),      // 11: eddy.v1.CheckpointTrigger
+	(*CheckpointCompletion)(nil),   // 12: eddy.v1.CheckpointCompletion
+	(*HeartbeatResponse)(nil),      // 13: eddy.v1.HeartbeatResponse
+	(*AckCheckpointRequest)(nil),   // 14: eddy.v1.AckCheckpointRequest
+	(*AckCheckpointResponse)(nil),  // 15: eddy.v1.AckCheckpointResponse
+	(TaskState)(0),                 // 16: eddy.v1.TaskState
+	(*TaskMetrics)(nil),            // 17: eddy.v1.TaskMetrics
+	(CheckpointKind)(0),            // 18: eddy.v1.CheckpointKind
 }
 var file_eddy_v1_cluster_proto_depIdxs = []int32{
 	4,  // 0: eddy.v1.TaskReport.task:type_name -> eddy.v1.TaskRef
-	15, // 1: eddy.v1.TaskReport.state:type_name -> eddy.v1.TaskState
-	16, // 2: eddy.v1.TaskReport.metrics:type_name -> eddy.v1.TaskMetrics
+	16, // 1: eddy.v1.TaskReport.state:type_name -> eddy.v1.TaskState
+	17, // 2: eddy.v1.TaskReport.metrics:type_name -> eddy.v1.TaskMetrics
 	5,  // 3: eddy.v1.HeartbeatRequest.tasks:type_name -> eddy.v1.TaskReport
 	7,  // 4: eddy.v1.Deployment.modules:type_name -> eddy.v1.ModuleRef
 	8,  // 5: eddy.v1.Deployment.placements:type_name -> eddy.v1.TaskPlacement
-	17, // 6: eddy.v1.CheckpointTrigger.kind:type_name -> eddy.v1.CheckpointKind
-	9,  // 7: eddy.v1.HeartbeatResponse.deployments:type_name -> eddy.v1.Deployment
-	4,  // 8: eddy.v1.HeartbeatResponse.cancel_tasks:type_name -> eddy.v1.TaskRef
-	4,  // 9: eddy.v1.HeartbeatResponse.released:type_name -> eddy.v1.TaskRef
-	10, // 10: eddy.v1.HeartbeatResponse.trigger_checkpoints:type_name -> eddy.v1.CheckpointTrigger
-	11, // 11: eddy.v1.HeartbeatResponse.completed_checkpoints:type_name -> eddy.v1.CheckpointCompletion
-	2,  // 12: eddy.v1.Cluster.RegisterWorker:input_type -> eddy.v1.RegisterWorkerRequest
-	6,  // 13: eddy.v1.Cluster.Heartbeat:input_type -> eddy.v1.HeartbeatRequest
-	13, // 14: eddy.v1.Cluster.AckCheckpoint:input_type -> eddy.v1.AckCheckpointRequest
-	0,  // 15: eddy.v1.Cluster.FetchModule:input_type -> eddy.v1.FetchModuleRequest
-	3,  // 16: eddy.v1.Cluster.RegisterWorker:output_type -> eddy.v1.RegisterWorkerResponse
-	12, // 17: eddy.v1.Cluster.Heartbeat:output_type -> eddy.v1.HeartbeatResponse
-	14, // 18: eddy.v1.Cluster.AckCheckpoint:output_type -> eddy.v1.AckCheckpointResponse
-	1,  // 19: eddy.v1.Cluster.FetchModule:output_type -> eddy.v1.FetchModuleResponse
-	16, // [16:20] is the sub-list for method output_type
-	12, // [12:16] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	10, // 6: eddy.v1.Deployment.limits:type_name -> eddy.v1.TaskLimits
+	18, // 7: eddy.v1.CheckpointTrigger.kind:type_name -> eddy.v1.CheckpointKind
+	9,  // 8: eddy.v1.HeartbeatResponse.deployments:type_name -> eddy.v1.Deployment
+	4,  // 9: eddy.v1.HeartbeatResponse.cancel_tasks:type_name -> eddy.v1.TaskRef
+	4,  // 10: eddy.v1.HeartbeatResponse.released:type_name -> eddy.v1.TaskRef
+	11, // 11: eddy.v1.HeartbeatResponse.trigger_checkpoints:type_name -> eddy.v1.CheckpointTrigger
+	12, // 12: eddy.v1.HeartbeatResponse.completed_checkpoints:type_name -> eddy.v1.CheckpointCompletion
+	2,  // 13: eddy.v1.Cluster.RegisterWorker:input_type -> eddy.v1.RegisterWorkerRequest
+	6,  // 14: eddy.v1.Cluster.Heartbeat:input_type -> eddy.v1.HeartbeatRequest
+	14, // 15: eddy.v1.Cluster.AckCheckpoint:input_type -> eddy.v1.AckCheckpointRequest
+	0,  // 16: eddy.v1.Cluster.FetchModule:input_type -> eddy.v1.FetchModuleRequest
+	3,  // 17: eddy.v1.Cluster.RegisterWorker:output_type -> eddy.v1.RegisterWorkerResponse
+	13, // 18: eddy.v1.Cluster.Heartbeat:output_type -> eddy.v1.HeartbeatResponse
+	15, // 19: eddy.v1.Cluster.AckCheckpoint:output_type -> eddy.v1.AckCheckpointResponse
+	1,  // 20: eddy.v1.Cluster.FetchModule:output_type -> eddy.v1.FetchModuleResponse
+	17, // [17:21] is the sub-list for method output_type
+	13, // [13:17] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_eddy_v1_cluster_proto_init() }
@@ -1442,7 +1547,7 @@ func file_eddy_v1_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_eddy_v1_cluster_proto_rawDesc), len(file_eddy_v1_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   15,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
