@@ -80,7 +80,10 @@ func TestTenantsOnACluster(t *testing.T) {
 	devA, viewA, devB := token("acme", "developer"), token("acme", "viewer"), token("beta", "developer")
 
 	module := filepath.Join(repoRoot(t), "udfs/build/counter-c.wasm")
-	spec, _ := clusterSpec(t, 200, "counter")
+	// With checkpoints (to the coordinators' default storage), so that it
+	// takes savepoints.
+	spec, _ := inlineSpec(t, strings.Replace(strings.NewReplacer("RATE", "200", "MODULE", "counter").Replace(clusterJob),
+		"parallelism: 4\n", "parallelism: 4\ncheckpoint: {interval: 1h}\n", 1))
 	for _, tok := range []string{devA, devB} {
 		if r := c.as(t, tok, leader, "module upload", module, "--name", "counter"); r.code != 0 {
 			t.Fatalf("upload: %s", r.stderr)
@@ -99,11 +102,13 @@ func TestTenantsOnACluster(t *testing.T) {
 		return strings.Contains(c.as(t, devB, leader, "job status", jobB).stdout, "RUNNING")
 	})
 	var savepoint string
+	var last result
 	testkit.Eventually(t, 60*time.Second, "a savepoint of beta's job", func() bool {
-		r := c.as(t, devB, leader, "savepoint create", jobB)
-		savepoint = regexp.MustCompile(`tenants/beta/savepoints/\S+`).FindString(r.stdout)
-		return r.code == 0 && savepoint != ""
+		last = c.as(t, devB, leader, "savepoint create", jobB)
+		savepoint = regexp.MustCompile(`tenants/beta/savepoints/\S+`).FindString(last.stdout)
+		return last.code == 0 && savepoint != ""
 	})
+	t.Logf("savepoint: %s", last.stdout)
 
 	for _, at := range []int{leader, follower} {
 		who := map[int]string{leader: "leader", follower: "follower"}[at]
