@@ -6,10 +6,14 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/eddy-stream/eddy/internal/testkit"
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
+	"github.com/eddy-stream/eddy/proto/rpc"
+	"github.com/eddy-stream/eddy/scheduler/auth"
 	"github.com/eddy-stream/eddy/scheduler/fsm"
 )
 
@@ -270,4 +274,50 @@ func TestWorkerFetchesOnlyItsModules(t *testing.T) {
 	wantCode(t, fetch(w.id, w.instance, job.GetJobId(), other.GetModule().GetSha256()), codes.NotFound, "not found")
 	wantCode(t, fetch(w.id, "another-instance", job.GetJobId(), placed.GetModule().GetSha256()), codes.NotFound, "not found")
 	wantCode(t, fetch("w9", w.instance, job.GetJobId(), placed.GetModule().GetSha256()), codes.NotFound, "not found")
+}
+
+// TestEveryMethodRefusesTheWrongCaller calls every method of Control (as
+// the service descriptor lists them, so a method added later is covered)
+// with no token, a viewer's and a developer's, and checks that each is
+// refused to every caller whose role is below what auth.Methods asks.
+func TestEveryMethodRefusesTheWrongCaller(t *testing.T) {
+	logger := testkit.Logger(t)
+	cfg := testConfig(t, logger, "c1", defaultOpts())
+	cfg.Raft.Bootstrap = true
+	c := startCoordinator(t, cfg, NewMemStore())
+	testkit.Eventually(t, 10*time.Second, "c1 to lead", c.IsLeader)
+	admin := control(t, c.Addr())
+	viewer, _ := newToken(t, admin, "default", eddyv1.Role_ROLE_VIEWER, 0)
+	developer, _ := newToken(t, admin, "default", eddyv1.Role_ROLE_DEVELOPER, 0)
+	callers := []struct {
+		name, token string
+		role        fsm.Role
+	}{{"no token", "", ""}, {"viewer", viewer, fsm.RoleViewer}, {"developer", developer, fsm.RoleDeveloper}}
+	for _, m := range eddyv1.Control_ServiceDesc.Methods {
+		method := "/" + eddyv1.Control_ServiceDesc.ServiceName + "/" + m.MethodName
+		_, access := auth.For(method)
+		for _, caller := range callers {
+			if caller.role.AtLeast(access.Role) {
+				continue
+			}
+			t.Run(m.MethodName+"/"+caller.name, func(t *testing.T) {
+				opts := rpc.DialOptions()
+				if caller.token != "" {
+					opts = append(opts, rpc.WithToken(caller.token))
+				}
+				cc, err := grpc.NewClient(c.Addr(), opts...)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer cc.Close()
+				// An empty message decodes as any request type.
+				err = cc.Invoke(callCtx(t), method, &emptypb.Empty{}, &emptypb.Empty{})
+				want := codes.PermissionDenied
+				if caller.token == "" {
+					want = codes.Unauthenticated
+				}
+				wantCode(t, err, want)
+			})
+		}
+	}
 }
