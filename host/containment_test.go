@@ -25,8 +25,8 @@ func tableBomb() []byte {
 		0x41, 0x7f, // i32.const -1
 		0x47,       // i32.ne
 		0x0d, 0x00, // br_if 0
-		0x0b,       // end
-		0x00,       // unreachable
+		0x0b, // end
+		0x00, // unreachable
 	}
 	// One funcref table, minimum 0, no maximum.
 	return wasmModule{funcs: funcs, exportMemory: true, tables: []byte{1, 0x70, 0, 0}}.bytes()
