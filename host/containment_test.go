@@ -1,8 +1,10 @@
 package host
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"flag"
 	"os"
 	"strconv"
 	"strings"
@@ -57,11 +59,11 @@ func memoryBomb() []byte {
 }
 
 // smallAllocFuncs are abiFuncs with an eddy_alloc that gives address 8
-// for up to 1 KiB and 0 beyond, which fits the one page of memory the
-// hand-built modules start with.
+// for up to 65,528 bytes and 0 beyond, which fits the one page of memory
+// the hand-built modules start with.
 func smallAllocFuncs() []wasmFunc {
 	funcs := abiFuncs()
-	funcs[1].body = []byte{0x20, 0x00, 0x41, 0x80, 0x08, 0x4b, 0x04, 0x7f, 0x41, 0x00, 0x05, 0x41, 0x08, 0x0b}
+	funcs[1].body = []byte{0x20, 0x00, 0x41, 0xf8, 0xff, 0x03, 0x4b, 0x04, 0x7f, 0x41, 0x00, 0x05, 0x41, 0x08, 0x0b}
 	return funcs
 }
 
@@ -239,5 +241,29 @@ func TestConfigValidateLimits(t *testing.T) {
 				t.Errorf("Validate = %v, want %q", err, tc.want)
 			}
 		})
+	}
+}
+
+var update = flag.Bool("update", false, "rewrite the hand-assembled fixtures under testdata/")
+
+// TestHandAssembledFixtures: testdata/table_bomb.wasm and memory_bomb.wasm,
+// which tests of other packages run as jobs, are tableBomb and memoryBomb
+// (their source, above); go test -run TestHandAssembledFixtures -update
+// rewrites them.
+func TestHandAssembledFixtures(t *testing.T) {
+	for name, wasm := range map[string][]byte{"table_bomb": tableBomb(), "memory_bomb": memoryBomb()} {
+		path := "testdata/" + name + ".wasm"
+		if *update {
+			if err := os.WriteFile(path, wasm, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		got, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got, wasm) {
+			t.Errorf("%s is not what %s() assembles: run go test -run TestHandAssembledFixtures -update ./host/", path, name)
+		}
 	}
 }

@@ -12,12 +12,13 @@ import (
 	"github.com/eddy-stream/eddy/internal/testkit"
 )
 
-// TestHostileJobIsContained: on one standalone worker, a job whose module
-// emits 1 MiB batches in an endless loop (it took 2.4 GB of the host
-// before the emit bound) fails with the one line of the bound, while
-// another job on the same worker keeps running, is not restarted, and the
-// worker stays alive; the process's peak resident set stays well below
-// what the flood took.
+// TestHostileJobIsContained: on one standalone worker, three hostile jobs
+// fail, each with the one line of its bound — one whose module emits 1 MiB
+// batches in an endless loop (it took 2.4 GB of the host before the emit
+// bound), a table.grow bomb (3.6 GB, and the worker missed its heartbeats)
+// and a memory.grow bomb filling its 64 MiB — while another job on the
+// same worker keeps running, is not restarted, and the worker stays alive;
+// the process's peak resident set stays well below what the bombs took.
 func TestHostileJobIsContained(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a standalone process")
@@ -25,7 +26,8 @@ func TestHostileJobIsContained(t *testing.T) {
 	dir := t.TempDir()
 	standalone, cli := standaloneProc(t, dir, "--data-dir", filepath.Join(dir, "data"), "--restart", "none", "--slots", "4")
 	root := repoRoot(t)
-	for name, file := range map[string]string{"echo": "echo.wasm", "flood": "emit_flood.wasm"} {
+	for name, file := range map[string]string{"echo": "echo.wasm", "flood": "emit_flood.wasm",
+		"tables": "table_bomb.wasm", "memory": "memory_bomb.wasm"} {
 		if r := cli("module", "upload", filepath.Join(root, "host/testdata", file), "--name", name); r.code != 0 {
 			t.Fatalf("upload %s: %s", name, r.stderr)
 		}
@@ -55,14 +57,20 @@ func TestHostileJobIsContained(t *testing.T) {
 	}
 	testkit.Eventually(t, 30*time.Second, "the neighbour's first output", func() bool { return outCount() > 0 })
 
-	flood := submit("flood@1")
-	var status string
-	testkit.Eventually(t, 30*time.Second, "the flood job failed", func() bool {
-		status = cli("job", "status", flood).stdout
-		return strings.Contains(status, "FAILED,")
-	})
-	if !strings.Contains(status, "eddy_process emitted more than 16 MiB in one call (limit max_emit_bytes=16777216;") {
-		t.Errorf("flood job status lacks the emit bound's line:\n%s", status)
+	for _, h := range []struct{ module, line string }{
+		{"flood@1", "eddy_process emitted more than 16 MiB in one call (limit max_emit_bytes=16777216;"},
+		{"tables@1", "(its tables may grow to 1048576 elements in all, limit table_limit=1048576)"},
+		{"memory@1", "eddy_process: memory limit of 64 MiB reached"},
+	} {
+		id := submit(h.module)
+		var status string
+		testkit.Eventually(t, 30*time.Second, h.module+" failed", func() bool {
+			status = cli("job", "status", id).stdout
+			return strings.Contains(status, "FAILED,")
+		})
+		if !strings.Contains(status, h.line) {
+			t.Errorf("job of %s: status lacks %q:\n%s", h.module, h.line, status)
+		}
 	}
 
 	// The neighbour goes on: same attempt, output still growing, worker
