@@ -122,7 +122,8 @@ func (e *Engine) instantiateHostModules(ctx context.Context) error {
 // returns when the callback does). Then it releases the runtime, every
 // module compiled by it and every instance still open, and the compilation
 // cache. Using any of them afterwards fails with ErrClosed or a wazero
-// error.
+// error. If ctx is done first, Close returns an error and releases
+// nothing: the guests still running keep their memory.
 func (e *Engine) Close(ctx context.Context) error {
 	if e.closed.Swap(true) {
 		return nil
@@ -134,11 +135,16 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.live = nil
 	e.mu.Unlock()
 	// Closing the runtime under a running guest would race with it:
-	// wazero releases resources (WASI's among them) the guest may be using.
+	// wazero releases resources (WASI's among them) the guest may be using,
+	// and unmaps its memory (memory_unix.go), which would crash the process
+	// when the guest touched it. So a runtime whose guests do not return in
+	// time is left open: a leak, until they return, rather than a crash.
 	if e.running.Load() > 0 {
 		select {
 		case <-e.drained:
 		case <-ctx.Done():
+			return fmt.Errorf("host: close engine: %d guest calls still running (blocked in their emit callbacks?); the runtime is left open: %w",
+				e.running.Load(), ctx.Err())
 		}
 	}
 	err := e.runtime.Close(ctx)
