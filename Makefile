@@ -32,15 +32,18 @@ test:
 ## reasonable time (measured on a 2-core machine, -race against without):
 ## the coordinator and the worker (scheduler/...), state, storage,
 ## connectors, the runtime (dataflow without its window suite), abi,
-## proto/rpc and the test kit. Left out: cmd/eddy (its tests run real eddy
-## processes, which would have to be built with -race too), host (its grow
-## bomb cannot reach 64 MiB within the 5 s call deadline under -race, and
-## interrupt's suite takes 35-90 s), the window suite (463 s against 56 s)
+## proto/rpc, the test kit and host (79 s; its grow bomb, which missed the
+## 5 s call deadline under -race while wazero copied memory on each grow,
+## takes 0.2 s since guest memory is a mapping). Left out: cmd/eddy (its
+## tests run real eddy processes, which would have to be built with -race
+## too), host/internal/interrupt (273 s under -race on a loaded 2-core
+## machine), the window suite (463 s against 56 s)
 ## and udfs (106 s against 11 s); see the README. -short: the tests that
 ## write hundreds of thousands of keys (state) use fewer under the race
 ## detector.
 RACE_PKGS := ./abi/... ./proto/... ./internal/... ./scheduler/... ./state/... ./storage/... ./connectors/... \
-	./dataflow/ ./dataflow/jobspec/ ./dataflow/stream/ ./dataflow/checkpoint/
+	./dataflow/ ./dataflow/jobspec/ ./dataflow/stream/ ./dataflow/checkpoint/ \
+	./host/ ./host/internal/wasmbin/ ./host/internal/wasmcheck/
 test-race:
 	EDDY_VERSITYGW="$${EDDY_VERSITYGW:-$$( [ "$${EDDY_SKIP_S3:-}" = 1 ] || scripts/versitygw.sh)}" \
 		$(GO) test -race -short -count=1 -timeout 20m $(RACE_PKGS)

@@ -6,10 +6,19 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/eddy-stream/eddy/abi"
 )
 
 // wasmPageSize is the unit in which Wasm memory grows.
 const wasmPageSize = 1 << 16
+
+// The largest limits Validate accepts: beyond them one task alone could
+// take a worker's memory, which is what the limits are for.
+const (
+	maxEmitBytes  = 1 << 30
+	maxTableLimit = 1 << 24
+)
 
 // Config configures an Engine. The zero value of every field means its
 // default, so Config{CacheDir: dir} is valid; DefaultConfig spells the
@@ -22,6 +31,29 @@ type Config struct {
 	// MemoryLimit caps the linear memory of each instance in bytes, rounded
 	// down to whole 64 KiB pages. Default 64 MiB; at most 4 GiB.
 	MemoryLimit uint64
+	// MaxEmitBytes bounds what one guest call (one batch handed to
+	// eddy_process, one batch of timers, one eddy_close, one eddy_agg_*
+	// call) may emit, in encoded bytes (abi.RecordSize: the 32-byte entry,
+	// key, value and headers of each record). Default 16 MiB: 64 times the
+	// largest default batch of 256 records of 1 KiB, and a quarter of the
+	// default MemoryLimit, so that what the host and its caller copy out of
+	// one call stays of the order of the instance's own memory. A call that
+	// emits more fails with ErrEmitLimit before the host decodes or hands
+	// on the batch that crosses the bound. At most 1 GiB.
+	MaxEmitBytes uint64
+	// MaxEmitRecords bounds the records one guest call may emit, as
+	// MaxEmitBytes bounds their bytes; it is what limits a flood of empty
+	// records, each of which costs the host an abi.Record (some 80 bytes)
+	// whatever its size. Default 262,144: a fan-out of 4 from the largest
+	// batch a job may configure (65,536), 1,024 from the default one. At
+	// most abi.MaxRecords.
+	MaxEmitRecords uint64
+	// TableLimit caps the elements of the tables an instance defines, in
+	// all: declared minimums above it are refused at Compile, and each
+	// table's maximum is lowered so that table.grow fails (returns -1, as
+	// the Wasm spec lets it) beyond it. An element costs the host 8 bytes.
+	// Default 1,048,576 (8 MiB); at most 16,777,216.
+	TableLimit uint64
 	// CallTimeout is the deadline of each guest call (one per batch).
 	// Default 5s.
 	CallTimeout time.Duration
@@ -41,6 +73,9 @@ type Config struct {
 func DefaultConfig() Config {
 	return Config{
 		MemoryLimit:       64 << 20,
+		MaxEmitBytes:      16 << 20,
+		MaxEmitRecords:    1 << 18,
+		TableLimit:        1 << 20,
 		CallTimeout:       5 * time.Second,
 		LogLinesPerSecond: 50,
 		LogBurst:          200,
@@ -53,6 +88,15 @@ func (c Config) withDefaults() Config {
 	d := DefaultConfig()
 	if c.MemoryLimit == 0 {
 		c.MemoryLimit = d.MemoryLimit
+	}
+	if c.MaxEmitBytes == 0 {
+		c.MaxEmitBytes = d.MaxEmitBytes
+	}
+	if c.MaxEmitRecords == 0 {
+		c.MaxEmitRecords = d.MaxEmitRecords
+	}
+	if c.TableLimit == 0 {
+		c.TableLimit = d.TableLimit
 	}
 	if c.CallTimeout == 0 {
 		c.CallTimeout = d.CallTimeout
@@ -76,6 +120,15 @@ func (c Config) Validate() error {
 	var problems []string
 	if c.MemoryLimit < wasmPageSize || c.MemoryLimit > 1<<32 {
 		problems = append(problems, fmt.Sprintf("MemoryLimit %d is outside [64 KiB, 4 GiB]", c.MemoryLimit))
+	}
+	if c.MaxEmitBytes > maxEmitBytes {
+		problems = append(problems, fmt.Sprintf("MaxEmitBytes %d is over the most of 1 GiB", c.MaxEmitBytes))
+	}
+	if c.MaxEmitRecords > abi.MaxRecords {
+		problems = append(problems, fmt.Sprintf("MaxEmitRecords %d is over the most of %d", c.MaxEmitRecords, abi.MaxRecords))
+	}
+	if c.TableLimit > maxTableLimit {
+		problems = append(problems, fmt.Sprintf("TableLimit %d is over the most of %d elements", c.TableLimit, maxTableLimit))
 	}
 	if c.CallTimeout < 0 {
 		problems = append(problems, fmt.Sprintf("CallTimeout %s is negative", c.CallTimeout))

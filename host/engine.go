@@ -83,6 +83,7 @@ func NewEngine(ctx context.Context, cfg Config) (*Engine, error) {
 	}
 	limits := wasmcheck.DefaultLimits()
 	limits.MemoryPages = cfg.memoryLimitPages()
+	limits.TableElements = cfg.TableLimit
 	e := &Engine{
 		cfg:     cfg,
 		logger:  cfg.Logger,
@@ -121,7 +122,8 @@ func (e *Engine) instantiateHostModules(ctx context.Context) error {
 // returns when the callback does). Then it releases the runtime, every
 // module compiled by it and every instance still open, and the compilation
 // cache. Using any of them afterwards fails with ErrClosed or a wazero
-// error.
+// error. If ctx is done first, Close returns an error and releases
+// nothing: the guests still running keep their memory.
 func (e *Engine) Close(ctx context.Context) error {
 	if e.closed.Swap(true) {
 		return nil
@@ -133,11 +135,16 @@ func (e *Engine) Close(ctx context.Context) error {
 	e.live = nil
 	e.mu.Unlock()
 	// Closing the runtime under a running guest would race with it:
-	// wazero releases resources (WASI's among them) the guest may be using.
+	// wazero releases resources (WASI's among them) the guest may be using,
+	// and unmaps its memory (memory_unix.go), which would crash the process
+	// when the guest touched it. So a runtime whose guests do not return in
+	// time is left open: a leak, until they return, rather than a crash.
 	if e.running.Load() > 0 {
 		select {
 		case <-e.drained:
 		case <-ctx.Done():
+			return fmt.Errorf("host: close engine: %d guest calls still running (blocked in their emit callbacks?); the runtime is left open: %w",
+				e.running.Load(), ctx.Err())
 		}
 	}
 	err := e.runtime.Close(ctx)
@@ -207,12 +214,12 @@ func (e *Engine) Compile(ctx context.Context, name string, wasm []byte) (m *Modu
 		}
 		return nil, markf([]error{ErrInvalidModule}, "module %s: %v", name, err)
 	}
-	compiled, err := e.compile(ctx, name, wasm)
+	compiled, growable, err := e.compile(ctx, name, wasm)
 	if err != nil {
 		return nil, err
 	}
 	sum := sha256.Sum256(wasm)
-	m = &Module{engine: e, name: name, sha256: hex.EncodeToString(sum[:]), compiled: compiled}
+	m = &Module{engine: e, name: name, sha256: hex.EncodeToString(sum[:]), compiled: compiled, growableTables: growable}
 	if err := m.validate(ctx); err != nil {
 		_ = compiled.Close(ctx)
 		return nil, err
@@ -231,22 +238,32 @@ func (e *Engine) Compile(ctx context.Context, name string, wasm []byte) (m *Modu
 // become valid, and a guest that could write its own interrupt flag could
 // clear it. (Instrument refuses those too; wazero is the authority.) It
 // also makes wazero's messages point at the author's own bytes.
-func (e *Engine) compile(ctx context.Context, name string, wasm []byte) (wazero.CompiledModule, error) {
+//
+// Before instrumenting, the tables' maximums are lowered to
+// Config.TableLimit (wasmcheck.CapTables): wazero grows a table without
+// bound while the module's maximum allows, and a table.grow bomb took 3.6
+// GB. growable reports that the module's tables could have grown beyond
+// the limit, so that a trap can name it.
+func (e *Engine) compile(ctx context.Context, name string, wasm []byte) (_ wazero.CompiledModule, growable bool, _ error) {
 	checked, err := e.checker.CompileModule(ctx, wasm)
 	if err != nil {
-		return nil, markf([]error{ErrInvalidModule}, "module %s: does not compile: %s", name, firstLine(err.Error()))
+		return nil, false, markf([]error{ErrInvalidModule}, "module %s: does not compile: %s", name, firstLine(err.Error()))
 	}
 	_ = checked.Close(ctx)
-	runnable, err := interrupt.Instrument(wasm)
+	capped, growable, err := wasmcheck.CapTables(wasm, e.cfg.TableLimit)
 	if err != nil {
-		return nil, markf([]error{ErrInvalidModule}, "module %s: cannot add the deadline check: %v", name, err)
+		return nil, false, markf([]error{ErrInvalidModule}, "module %s: cannot bound its tables: %v", name, err)
+	}
+	runnable, err := interrupt.Instrument(capped)
+	if err != nil {
+		return nil, false, markf([]error{ErrInvalidModule}, "module %s: cannot add the deadline check: %v", name, err)
 	}
 	compiled, err := e.runtime.CompileModule(ctx, runnable)
 	if err != nil {
-		return nil, markf([]error{ErrInvalidModule}, "module %s: does not compile once the deadline check is added: %s",
+		return nil, false, markf([]error{ErrInvalidModule}, "module %s: does not compile once the deadline check is added: %s",
 			name, firstLine(err.Error()))
 	}
-	return compiled, nil
+	return compiled, growable, nil
 }
 
 // register adds an instance to those Close stops; false if the engine is
@@ -306,6 +323,10 @@ type Module struct {
 	// memoryLimit is the most memory an instance can have: the engine's
 	// limit or the module's own declared maximum when that is lower.
 	memoryLimit uint64
+	// growableTables: the module's tables could grow beyond
+	// Config.TableLimit but for the maximums the host lowered, so a trap
+	// may be the guest giving up on a failed table.grow.
+	growableTables bool
 
 	closed atomic.Bool
 }

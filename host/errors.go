@@ -23,6 +23,9 @@ var (
 	// ErrMemoryLimit: the guest ran out of memory at Config.MemoryLimit (or
 	// its own declared maximum), or a batch cannot fit in it.
 	ErrMemoryLimit = errors.New("host: guest memory limit reached")
+	// ErrEmitLimit: one guest call emitted more records or bytes than
+	// Config.MaxEmitRecords or Config.MaxEmitBytes allow.
+	ErrEmitLimit = errors.New("host: guest call emitted too much")
 	// ErrOperatorFailed: the guest returned a failure status, normally after
 	// calling the fail import with a message.
 	ErrOperatorFailed = errors.New("host: operator failed")

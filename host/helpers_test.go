@@ -169,7 +169,8 @@ type wasmModule struct {
 	funcs        []wasmFunc
 	exportMemory bool
 	importMemory bool
-	start        int // 1 + index of the start function; 0 = none
+	start        int    // 1 + index of the start function; 0 = none
+	tables       []byte // content of the table section; nil = none
 }
 
 type wasmFunc struct {
@@ -213,6 +214,9 @@ func (w wasmModule) bytes() []byte {
 		out = append(out, section(2, vec(append(append(name("env"), name("memory")...), 0x02, 0x00, 0x01)))...)
 	}
 	out = append(out, section(3, vec(funcIdx...))...)
+	if w.tables != nil {
+		out = append(out, section(4, w.tables)...)
+	}
 	if !w.importMemory {
 		out = append(out, section(5, vec([]byte{0x00, 0x01}))...)
 	}

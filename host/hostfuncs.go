@@ -84,12 +84,36 @@ func (i *Instance) hostEmit(mod api.Module, ptr, n uint32) {
 		clear(i.out[:cap(i.out)])
 		i.outMem = size
 	}
+	// The record count is checked before decoding, which costs an
+	// abi.Record per record, and the bytes before the records are handed
+	// on, which is where the caller copies them.
+	count, err := abi.BatchCount(view)
+	if err != nil {
+		i.trapGuest(markf([]error{ErrBadPointer}, "%s: eddy.emit: batch at [%#x, %#x) does not decode: %w",
+			i.who, ptr, uint64(ptr)+uint64(n), err))
+	}
+	if i.emitted.records += uint64(count); i.emitted.records > i.limits.records {
+		i.trapGuest(markf([]error{ErrEmitLimit}, "%s: %s emitted more than %d records in one call (limit max_emit_records=%d; this eddy.emit of %d brought it to %d)",
+			i.who, i.phase, i.limits.records, i.limits.records, count, i.emitted.records))
+	}
 	recs, err := abi.DecodeBatch(view, i.out[:0])
 	if err != nil {
 		i.trapGuest(markf([]error{ErrBadPointer}, "%s: eddy.emit: batch at [%#x, %#x) does not decode: %w",
 			i.who, ptr, uint64(ptr)+uint64(n), err))
 	}
 	i.out = recs
+	// Records may share their bytes (every value of a batch may span all
+	// of it), so the batch's length bounds nothing: what counts is what
+	// the records would take encoded on their own, which is what the
+	// caller copies.
+	size := uint64(0)
+	for k := range recs {
+		size += uint64(abi.RecordSize(&recs[k]))
+	}
+	if i.emitted.bytes += size; i.emitted.bytes > i.limits.bytes {
+		i.trapGuest(markf([]error{ErrEmitLimit}, "%s: %s emitted more than %s in one call (limit max_emit_bytes=%d; this eddy.emit of %d bytes brought it to %d)",
+			i.who, i.phase, sizeString(i.limits.bytes), i.limits.bytes, size, i.emitted.bytes))
+	}
 	if i.emit != nil && len(recs) > 0 {
 		i.deliver(recs)
 	}

@@ -99,9 +99,14 @@ type Instance struct {
 	emit    func([]abi.Record) // where emitted records go
 	out     []abi.Record       // decode target reused by every emit
 	outMem  uint32             // guest memory size when out was last filled
+	emitted emitted            // what the call emitted so far, against limits
 	failMsg string             // set by the fail import
 	hostErr error              // error a host function trapped the guest with
 	cbPanic any                // panic of the caller's emit callback, raised again after the call
+
+	// limits are Config.MaxEmitRecords and MaxEmitBytes, kept here so the
+	// emit path reads them without going through the engine.
+	limits emitted
 
 	keyed keyedState // ABI version 2: state, timers, watermark (keyed.go)
 	agg   aggCalls   // ABI version 3: aggregate modules (aggregate.go)
@@ -112,6 +117,10 @@ type Instance struct {
 }
 
 type instanceKey struct{}
+
+// emitted counts what one guest call emitted, in records and encoded
+// bytes (abi.RecordSize); it also holds the limits.
+type emitted struct{ records, bytes uint64 }
 
 // NewInstance instantiates the module for one task and runs its
 // _initialize export. ctx bounds instantiation; its values (not its
@@ -140,13 +149,13 @@ func (m *Module) newInstance(ctx context.Context, cfg InstanceConfig, name, who 
 		module:   m,
 		who:      who,
 		timeout:  e.cfg.CallTimeout,
-		memLimit: m.memoryLimit,
+		limits:   emitted{records: e.cfg.MaxEmitRecords, bytes: e.cfg.MaxEmitBytes},
 		stack:    make([]uint64, 4),
 		fired:    make(chan struct{}, 1),
 		wake:     make(chan struct{}),
+		memLimit: m.memoryLimit,
 	}
-	instCtx, err := i.applyLimits(ctx, InstanceLimitsFrom(ctx))
-	if err != nil {
+	if err := i.applyLimits(InstanceLimitsFrom(ctx)); err != nil {
 		return nil, err
 	}
 	i.ctx = context.WithValue(context.WithoutCancel(ctx), instanceKey{}, i)
@@ -156,7 +165,7 @@ func (m *Module) newInstance(ctx context.Context, cfg InstanceConfig, name, who 
 
 	// Instantiation runs no guest code: instrumenting turned the start
 	// function, if any, into an export called below under a deadline.
-	wmod, err := e.runtime.InstantiateModule(instCtx, m.compiled, i.moduleConfig())
+	wmod, err := e.runtime.InstantiateModule(withGuestMemory(ctx, i.memLimit), m.compiled, i.moduleConfig())
 	if err != nil {
 		i.log.close()
 		return nil, i.callError("instantiation", err, false)
@@ -399,6 +408,7 @@ func (i *Instance) call(export string, fn api.Function, emit func([]abi.Record))
 	defer e.leave()
 	i.phase, i.emit = export, emit
 	i.failMsg, i.hostErr = "", nil
+	i.emitted = emitted{}
 	i.timer.Reset(i.timeout)
 	err := fn.CallWithStack(i.ctx, i.stack)
 	if !i.timer.Stop() {
@@ -486,6 +496,13 @@ func (i *Instance) callError(export string, err error, interrupted bool) error {
 		// cause rather than the symptom (usually "unreachable").
 		return markf([]error{ErrMemoryLimit, ErrTrap}, "%s: %s: memory limit of %s reached (%s)",
 			i.who, export, sizeString(i.memLimit), msg)
+	}
+	if i.module.growableTables {
+		// The module can grow its tables to the host's limit and no
+		// further: a guest whose table.grow failed usually traps, so say
+		// where the limit is.
+		return markf([]error{ErrTrap}, "%s: %s trapped: %s (its tables may grow to %d elements in all, limit table_limit=%d)",
+			i.who, export, msg, i.module.engine.cfg.TableLimit, i.module.engine.cfg.TableLimit)
 	}
 	return markf([]error{ErrTrap}, "%s: %s trapped: %s", i.who, export, msg)
 }

@@ -4,8 +4,6 @@ import (
 	"context"
 	"time"
 
-	"github.com/tetratelabs/wazero/experimental"
-
 	"github.com/eddy-stream/eddy/abi"
 )
 
@@ -21,9 +19,8 @@ type InstanceLimits struct {
 	MemoryBytes uint64
 	// CallTimeout is the deadline of one guest call (one batch).
 	CallTimeout time.Duration
-	// EmitBytes and EmitRecords bound what one guest call may emit. They
-	// are carried here for the host's emit bounds; this type does not
-	// enforce them itself.
+	// EmitBytes and EmitRecords bound what one guest call may emit
+	// (Config.MaxEmitBytes, MaxEmitRecords).
 	EmitBytes   int64
 	EmitRecords int64
 }
@@ -47,35 +44,40 @@ func InstanceLimitsFrom(ctx context.Context) InstanceLimits {
 	return l
 }
 
-// applyLimits narrows an instance's memory limit and deadline to l and
-// returns the context to instantiate with: wazero's memory limit is one
-// per runtime, so a tighter bound of one instance is a memory allocator
-// that refuses to grow beyond it (memory.grow then returns -1 to the
+// applyLimits narrows an instance's memory limit, deadline and emit
+// bounds to l. wazero's memory limit is one per runtime, so a tighter
+// bound of one instance is its memory allocator's (withGuestMemory
+// refuses to grow beyond i.memLimit: memory.grow then returns -1 to the
 // guest, as at the runtime's limit).
-func (i *Instance) applyLimits(ctx context.Context, l InstanceLimits) (context.Context, error) {
+func (i *Instance) applyLimits(l InstanceLimits) error {
 	if l.CallTimeout > 0 && l.CallTimeout < i.timeout {
 		i.timeout = l.CallTimeout
 	}
+	if l.EmitBytes > 0 && uint64(l.EmitBytes) < i.limits.bytes {
+		i.limits.bytes = uint64(l.EmitBytes)
+	}
+	if l.EmitRecords > 0 && uint64(l.EmitRecords) < i.limits.records {
+		i.limits.records = uint64(l.EmitRecords)
+	}
 	if l.MemoryBytes == 0 || l.MemoryBytes >= i.memLimit {
-		return ctx, nil
+		return nil
 	}
 	limit := max(l.MemoryBytes/wasmPageSize, 1) * wasmPageSize
 	if mem, ok := i.module.compiled.ExportedMemories()[abi.ExportMemory]; ok {
 		if initial := uint64(mem.Min()) * wasmPageSize; initial > limit {
-			return ctx, markf([]error{ErrMemoryLimit}, "%s: the module starts with %s of memory, above the tenant's memory limit of %s",
+			return markf([]error{ErrMemoryLimit}, "%s: the module starts with %s of memory, above the tenant's memory limit of %s",
 				i.who, sizeString(initial), sizeString(limit))
 		}
 	}
 	i.memLimit = limit
-	return experimental.WithMemoryAllocator(ctx, experimental.MemoryAllocatorFunc(func(capacity, maximum uint64) experimental.LinearMemory {
-		return &boundedMemory{limit: limit, buf: make([]byte, 0, min(capacity, maximum, limit))}
-	})), nil
+	return nil
 }
 
-// boundedMemory backs a linear memory that never grows beyond limit. It
-// grows like append (capacity doubling) so that a guest growing page by
-// page does not copy its memory each time; a guest's memory never
-// shrinks, so bytes past the length within the capacity are still zero.
+// boundedMemory backs a linear memory that never grows beyond limit, where
+// memory cannot be mapped (memory_other.go). It grows like append
+// (capacity doubling) so that a guest growing page by page does not copy
+// its memory each time; a guest's memory never shrinks, so bytes past the
+// length within the capacity are still zero.
 type boundedMemory struct {
 	limit uint64
 	buf   []byte

@@ -180,6 +180,8 @@ func TestCLIErrors(t *testing.T) {
 			[]string{"emit"}},
 		{"memory bomb", []string{"run", "--memory-limit", "8388608"}, strings.Replace(wasmJob, "MODULE", "$ROOT/host/testdata/grow_bomb.wasm", 1), 1,
 			[]string{"memory limit"}},
+		{"emit flood", []string{"run"}, strings.Replace(wasmJob, "MODULE", "$ROOT/host/testdata/emit_flood.wasm", 1), 1,
+			[]string{"job hostile failed: ", "eddy_process emitted more than 16 MiB in one call (limit max_emit_bytes=16777216;"}},
 		{"no args", []string{"run"}, "", 2, []string{"one job spec file"}},
 	}
 	for _, tc := range tests {

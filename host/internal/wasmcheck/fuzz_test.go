@@ -46,6 +46,14 @@ func FuzzCheck(f *testing.F) {
 			}
 			return
 		}
+		// What the host runs is the module with its tables capped: that
+		// must not panic, and must pass Check as the original did.
+		capped, _, err := CapTables(wasm, lim.TableElements)
+		if err == nil {
+			if err := Check(capped, lim); err != nil {
+				t.Fatalf("Check accepts the module but not CapTables' result: %v", err)
+			}
+		}
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
 		_ = compiles(wasm)
