@@ -78,12 +78,15 @@ type Config struct {
 	// OpenStorage opens a job's checkpoint storage by URL (nil:
 	// storage.Open with storage.ConfigFromEnv). Each URL is opened once.
 	OpenStorage func(ctx context.Context, url string) (storage.Store, error)
+	// Logs bounds the task log lines kept for the leader (zero: the
+	// defaults).
+	Logs LogLimits
 }
 
 // DefaultConfig returns a configuration with every default filled in,
 // except Coordinators and Job.
 func DefaultConfig() Config {
-	return Config{DataAddr: "127.0.0.1:0", Slots: 4, Logger: slog.Default(), Version: "dev"}
+	return Config{DataAddr: "127.0.0.1:0", Slots: 4, Logger: slog.Default(), Version: "dev", Logs: DefaultLogLimits()}
 }
 
 // Validate checks c.
@@ -98,7 +101,7 @@ func (c *Config) Validate() error {
 	case c.Job.Connectors == nil:
 		return errors.New("worker: Job.Connectors is required")
 	}
-	return nil
+	return c.Logs.Validate()
 }
 
 // Worker is one running worker process.
@@ -133,6 +136,8 @@ type Worker struct {
 	// closed when the goroutine sending them returned.
 	acks    chan *eddyv1.AckCheckpointRequest
 	ackDone chan struct{}
+	// logs holds the task log lines not yet shipped with a heartbeat.
+	logs *logBuffer
 }
 
 type jobAttempt struct {
@@ -171,6 +176,9 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.DataAddr == "" {
 		cfg.DataAddr = "127.0.0.1:0"
 	}
+	if cfg.Logs == (LogLimits{}) {
+		cfg.Logs = DefaultLogLimits()
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -188,6 +196,7 @@ func New(cfg Config) (*Worker, error) {
 		kickCh:   make(chan struct{}, 1),
 		acks:     make(chan *eddyv1.AckCheckpointRequest, maxQueuedAcks),
 		ackDone:  make(chan struct{}),
+		logs:     newLogBuffer(cfg.Logs),
 	}
 	if w.cfg.OpenStorage == nil {
 		w.cfg.OpenStorage = openStorage
@@ -240,6 +249,7 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	go w.loop(ctx, reg)
 	go w.sendAcks(ctx)
+	go w.flushLogs(ctx)
 	return nil
 }
 
@@ -425,6 +435,30 @@ func (w *Worker) kick() {
 	w.mu.Unlock()
 }
 
+// logFlushDelay is how long a task log line waits before the worker cuts
+// a held heartbeat short to ship it: lines logged meanwhile go with it, so
+// a chatty job costs at most a few heartbeats a second.
+const logFlushDelay = 200 * time.Millisecond
+
+// flushLogs kicks the heartbeat loop when task log lines are waiting, so
+// that they reach the leader within about logFlushDelay instead of when a
+// held heartbeat returns (up to the heartbeat interval).
+func (w *Worker) flushLogs(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-w.logs.notify:
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(logFlushDelay):
+		}
+		w.kick()
+	}
+}
+
 // heartbeat makes one heartbeat, which the leader may hold for up to wait
 // while its state is at index.
 func (w *Worker) heartbeat(ctx context.Context, index uint64, wait time.Duration) (*eddyv1.HeartbeatResponse, error) {
@@ -441,13 +475,18 @@ func (w *Worker) heartbeat(ctx context.Context, index uint64, wait time.Duration
 		w.mu.Unlock()
 	}()
 	req := &eddyv1.HeartbeatRequest{WorkerId: w.cfg.ID, InstanceId: w.instance, Tasks: w.reports(),
-		StateIndex: index, WaitMs: uint32(wait.Milliseconds())}
+		StateIndex: index, WaitMs: uint32(wait.Milliseconds()), Logs: w.logs.take()}
 	var resp *eddyv1.HeartbeatResponse
 	err := w.call(ctx, func(c eddyv1.ClusterClient) error {
 		var err error
 		resp, err = c.Heartbeat(ctx, req)
 		return err
 	})
+	if err != nil {
+		// The leader may have read them before the call failed (a kick
+		// cancels a held call): it drops what it has by worker_seq.
+		w.logs.putBack(req.Logs)
+	}
 	return resp, err
 }
 
@@ -693,7 +732,8 @@ func (w *Worker) deploy(ctx context.Context, d *eddyv1.Deployment) {
 	w.mu.Lock()
 	w.jobs[key] = r
 	w.mu.Unlock()
-	log := w.log.With("job", d.GetJobId(), "attempt", d.GetAttempt())
+	log := slog.New(&taskLogHandler{next: w.log.Handler(), buf: w.logs, job: d.GetJobId(), attempt: d.GetAttempt()}).
+		With("job", d.GetJobId(), "attempt", d.GetAttempt())
 	log.Info("deploying", "tasks", d.GetTaskIds())
 
 	job, dep, err := w.build(jctx, d, log)

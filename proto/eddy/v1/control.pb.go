@@ -1262,6 +1262,216 @@ func (x *JobStatusResponse) GetCheckpoints() []*CheckpointInfo {
 	return nil
 }
 
+type JobLogsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Must be the job's tenant (empty: "default"); another tenant's job is
+	// NOT_FOUND.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	JobId  string `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// Return lines with a seq greater than this (0: from the oldest kept).
+	AfterSeq uint64 `protobuf:"varint,3,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
+	// At most this many lines (0: 1000; at most 10000).
+	Limit uint32 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Long poll: wait up to this long for a line after after_seq (0: answer
+	// at once).
+	WaitMs        uint32 `protobuf:"varint,5,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobLogsRequest) Reset() {
+	*x = JobLogsRequest{}
+	mi := &file_eddy_v1_control_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobLogsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobLogsRequest) ProtoMessage() {}
+
+func (x *JobLogsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobLogsRequest.ProtoReflect.Descriptor instead.
+func (*JobLogsRequest) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *JobLogsRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *JobLogsRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *JobLogsRequest) GetAfterSeq() uint64 {
+	if x != nil {
+		return x.AfterSeq
+	}
+	return 0
+}
+
+func (x *JobLogsRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *JobLogsRequest) GetWaitMs() uint32 {
+	if x != nil {
+		return x.WaitMs
+	}
+	return 0
+}
+
+// JobLogLine is one log line of a job, numbered by the leader.
+type JobLogLine struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Increases by one per line of the job on this leader.
+	Seq           uint64    `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Entry         *LogEntry `protobuf:"bytes,2,opt,name=entry,proto3" json:"entry,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobLogLine) Reset() {
+	*x = JobLogLine{}
+	mi := &file_eddy_v1_control_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobLogLine) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobLogLine) ProtoMessage() {}
+
+func (x *JobLogLine) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobLogLine.ProtoReflect.Descriptor instead.
+func (*JobLogLine) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *JobLogLine) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *JobLogLine) GetEntry() *LogEntry {
+	if x != nil {
+		return x.Entry
+	}
+	return nil
+}
+
+type JobLogsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Oldest first.
+	Lines []*JobLogLine `protobuf:"bytes,1,rep,name=lines,proto3" json:"lines,omitempty"`
+	// The seq to give as after_seq next time.
+	NextSeq uint64 `protobuf:"varint,2,opt,name=next_seq,json=nextSeq,proto3" json:"next_seq,omitempty"`
+	// The lowest seq the leader still holds (0: none): lines between the
+	// request's after_seq and it were dropped by the leader's bound.
+	FirstSeq uint64 `protobuf:"varint,3,opt,name=first_seq,json=firstSeq,proto3" json:"first_seq,omitempty"`
+	// The job's state when the answer was made. A client that follows stops
+	// once it is terminal and an answer brought no more lines.
+	State         JobState `protobuf:"varint,4,opt,name=state,proto3,enum=eddy.v1.JobState" json:"state,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobLogsResponse) Reset() {
+	*x = JobLogsResponse{}
+	mi := &file_eddy_v1_control_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobLogsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobLogsResponse) ProtoMessage() {}
+
+func (x *JobLogsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobLogsResponse.ProtoReflect.Descriptor instead.
+func (*JobLogsResponse) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *JobLogsResponse) GetLines() []*JobLogLine {
+	if x != nil {
+		return x.Lines
+	}
+	return nil
+}
+
+func (x *JobLogsResponse) GetNextSeq() uint64 {
+	if x != nil {
+		return x.NextSeq
+	}
+	return 0
+}
+
+func (x *JobLogsResponse) GetFirstSeq() uint64 {
+	if x != nil {
+		return x.FirstSeq
+	}
+	return 0
+}
+
+func (x *JobLogsResponse) GetState() JobState {
+	if x != nil {
+		return x.State
+	}
+	return JobState_JOB_STATE_UNSPECIFIED
+}
+
 type CancelJobRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
@@ -1272,7 +1482,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[16]
+	mi := &file_eddy_v1_control_proto_msgTypes[19]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1284,7 +1494,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[16]
+	mi := &file_eddy_v1_control_proto_msgTypes[19]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1297,7 +1507,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{16}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{19}
 }
 
 func (x *CancelJobRequest) GetTenant() string {
@@ -1324,7 +1534,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[17]
+	mi := &file_eddy_v1_control_proto_msgTypes[20]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1336,7 +1546,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[17]
+	mi := &file_eddy_v1_control_proto_msgTypes[20]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1349,7 +1559,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{17}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{20}
 }
 
 func (x *CancelJobResponse) GetState() JobState {
@@ -1371,7 +1581,7 @@ type TriggerSavepointRequest struct {
 
 func (x *TriggerSavepointRequest) Reset() {
 	*x = TriggerSavepointRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[18]
+	mi := &file_eddy_v1_control_proto_msgTypes[21]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1383,7 +1593,7 @@ func (x *TriggerSavepointRequest) String() string {
 func (*TriggerSavepointRequest) ProtoMessage() {}
 
 func (x *TriggerSavepointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[18]
+	mi := &file_eddy_v1_control_proto_msgTypes[21]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1396,7 +1606,7 @@ func (x *TriggerSavepointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerSavepointRequest.ProtoReflect.Descriptor instead.
 func (*TriggerSavepointRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{18}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{21}
 }
 
 func (x *TriggerSavepointRequest) GetTenant() string {
@@ -1434,7 +1644,7 @@ type TriggerSavepointResponse struct {
 
 func (x *TriggerSavepointResponse) Reset() {
 	*x = TriggerSavepointResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[19]
+	mi := &file_eddy_v1_control_proto_msgTypes[22]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1446,7 +1656,7 @@ func (x *TriggerSavepointResponse) String() string {
 func (*TriggerSavepointResponse) ProtoMessage() {}
 
 func (x *TriggerSavepointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[19]
+	mi := &file_eddy_v1_control_proto_msgTypes[22]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1459,7 +1669,7 @@ func (x *TriggerSavepointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerSavepointResponse.ProtoReflect.Descriptor instead.
 func (*TriggerSavepointResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{19}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{22}
 }
 
 func (x *TriggerSavepointResponse) GetPath() string {
@@ -1499,7 +1709,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[20]
+	mi := &file_eddy_v1_control_proto_msgTypes[23]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1511,7 +1721,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[20]
+	mi := &file_eddy_v1_control_proto_msgTypes[23]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1524,7 +1734,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{20}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{23}
 }
 
 func (x *JoinRequest) GetNodeId() string {
@@ -1556,7 +1766,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[21]
+	mi := &file_eddy_v1_control_proto_msgTypes[24]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1568,7 +1778,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[21]
+	mi := &file_eddy_v1_control_proto_msgTypes[24]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1581,7 +1791,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{21}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{24}
 }
 
 type LeaveRequest struct {
@@ -1593,7 +1803,7 @@ type LeaveRequest struct {
 
 func (x *LeaveRequest) Reset() {
 	*x = LeaveRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[22]
+	mi := &file_eddy_v1_control_proto_msgTypes[25]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1605,7 +1815,7 @@ func (x *LeaveRequest) String() string {
 func (*LeaveRequest) ProtoMessage() {}
 
 func (x *LeaveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[22]
+	mi := &file_eddy_v1_control_proto_msgTypes[25]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1618,7 +1828,7 @@ func (x *LeaveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveRequest.ProtoReflect.Descriptor instead.
 func (*LeaveRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{22}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{25}
 }
 
 func (x *LeaveRequest) GetNodeId() string {
@@ -1636,7 +1846,7 @@ type LeaveResponse struct {
 
 func (x *LeaveResponse) Reset() {
 	*x = LeaveResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[23]
+	mi := &file_eddy_v1_control_proto_msgTypes[26]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1648,7 +1858,7 @@ func (x *LeaveResponse) String() string {
 func (*LeaveResponse) ProtoMessage() {}
 
 func (x *LeaveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[23]
+	mi := &file_eddy_v1_control_proto_msgTypes[26]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1661,7 +1871,7 @@ func (x *LeaveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveResponse.ProtoReflect.Descriptor instead.
 func (*LeaveResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{23}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{26}
 }
 
 type ClusterInfoRequest struct {
@@ -1672,7 +1882,7 @@ type ClusterInfoRequest struct {
 
 func (x *ClusterInfoRequest) Reset() {
 	*x = ClusterInfoRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[24]
+	mi := &file_eddy_v1_control_proto_msgTypes[27]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1684,7 +1894,7 @@ func (x *ClusterInfoRequest) String() string {
 func (*ClusterInfoRequest) ProtoMessage() {}
 
 func (x *ClusterInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[24]
+	mi := &file_eddy_v1_control_proto_msgTypes[27]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1697,7 +1907,7 @@ func (x *ClusterInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterInfoRequest.ProtoReflect.Descriptor instead.
 func (*ClusterInfoRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{24}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{27}
 }
 
 type CoordinatorInfo struct {
@@ -1713,7 +1923,7 @@ type CoordinatorInfo struct {
 
 func (x *CoordinatorInfo) Reset() {
 	*x = CoordinatorInfo{}
-	mi := &file_eddy_v1_control_proto_msgTypes[25]
+	mi := &file_eddy_v1_control_proto_msgTypes[28]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1725,7 +1935,7 @@ func (x *CoordinatorInfo) String() string {
 func (*CoordinatorInfo) ProtoMessage() {}
 
 func (x *CoordinatorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[25]
+	mi := &file_eddy_v1_control_proto_msgTypes[28]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1738,7 +1948,7 @@ func (x *CoordinatorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordinatorInfo.ProtoReflect.Descriptor instead.
 func (*CoordinatorInfo) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{25}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{28}
 }
 
 func (x *CoordinatorInfo) GetNodeId() string {
@@ -1790,7 +2000,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_eddy_v1_control_proto_msgTypes[26]
+	mi := &file_eddy_v1_control_proto_msgTypes[29]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1802,7 +2012,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[26]
+	mi := &file_eddy_v1_control_proto_msgTypes[29]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1815,7 +2025,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{26}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{29}
 }
 
 func (x *WorkerInfo) GetWorkerId() string {
@@ -1871,7 +2081,7 @@ type ClusterInfoResponse struct {
 
 func (x *ClusterInfoResponse) Reset() {
 	*x = ClusterInfoResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[27]
+	mi := &file_eddy_v1_control_proto_msgTypes[30]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1883,7 +2093,7 @@ func (x *ClusterInfoResponse) String() string {
 func (*ClusterInfoResponse) ProtoMessage() {}
 
 func (x *ClusterInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[27]
+	mi := &file_eddy_v1_control_proto_msgTypes[30]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1896,7 +2106,7 @@ func (x *ClusterInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterInfoResponse.ProtoReflect.Descriptor instead.
 func (*ClusterInfoResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{27}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{30}
 }
 
 func (x *ClusterInfoResponse) GetLeaderId() string {
@@ -2002,7 +2212,22 @@ const file_eddy_v1_control_proto_rawDesc = "" +
 	"\x11JobStatusResponse\x12%\n" +
 	"\x03job\x18\x01 \x01(\v2\x13.eddy.v1.JobSummaryR\x03job\x12)\n" +
 	"\x05tasks\x18\x02 \x03(\v2\x13.eddy.v1.TaskStatusR\x05tasks\x129\n" +
-	"\vcheckpoints\x18\x03 \x03(\v2\x17.eddy.v1.CheckpointInfoR\vcheckpoints\"A\n" +
+	"\vcheckpoints\x18\x03 \x03(\v2\x17.eddy.v1.CheckpointInfoR\vcheckpoints\"\x8b\x01\n" +
+	"\x0eJobLogsRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x1b\n" +
+	"\tafter_seq\x18\x03 \x01(\x04R\bafterSeq\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\rR\x05limit\x12\x17\n" +
+	"\await_ms\x18\x05 \x01(\rR\x06waitMs\"G\n" +
+	"\n" +
+	"JobLogLine\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12'\n" +
+	"\x05entry\x18\x02 \x01(\v2\x11.eddy.v1.LogEntryR\x05entry\"\x9d\x01\n" +
+	"\x0fJobLogsResponse\x12)\n" +
+	"\x05lines\x18\x01 \x03(\v2\x13.eddy.v1.JobLogLineR\x05lines\x12\x19\n" +
+	"\bnext_seq\x18\x02 \x01(\x04R\anextSeq\x12\x1b\n" +
+	"\tfirst_seq\x18\x03 \x01(\x04R\bfirstSeq\x12'\n" +
+	"\x05state\x18\x04 \x01(\x0e2\x11.eddy.v1.JobStateR\x05state\"A\n" +
 	"\x10CancelJobRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\"<\n" +
@@ -2060,7 +2285,7 @@ const file_eddy_v1_control_proto_rawDesc = "" +
 	"\vWorkerState\x12\x1c\n" +
 	"\x18WORKER_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12WORKER_STATE_ALIVE\x10\x01\x12\x15\n" +
-	"\x11WORKER_STATE_LOST\x10\x022\x81\x06\n" +
+	"\x11WORKER_STATE_LOST\x10\x022\xbf\x06\n" +
 	"\aControl\x12K\n" +
 	"\fUploadModule\x12\x1c.eddy.v1.UploadModuleRequest\x1a\x1d.eddy.v1.UploadModuleResponse\x12H\n" +
 	"\vListModules\x12\x1b.eddy.v1.ListModulesRequest\x1a\x1c.eddy.v1.ListModulesResponse\x12B\n" +
@@ -2069,7 +2294,8 @@ const file_eddy_v1_control_proto_rawDesc = "" +
 	"\bListJobs\x12\x18.eddy.v1.ListJobsRequest\x1a\x19.eddy.v1.ListJobsResponse\x12B\n" +
 	"\tJobStatus\x12\x19.eddy.v1.JobStatusRequest\x1a\x1a.eddy.v1.JobStatusResponse\x12B\n" +
 	"\tCancelJob\x12\x19.eddy.v1.CancelJobRequest\x1a\x1a.eddy.v1.CancelJobResponse\x12W\n" +
-	"\x10TriggerSavepoint\x12 .eddy.v1.TriggerSavepointRequest\x1a!.eddy.v1.TriggerSavepointResponse\x123\n" +
+	"\x10TriggerSavepoint\x12 .eddy.v1.TriggerSavepointRequest\x1a!.eddy.v1.TriggerSavepointResponse\x12<\n" +
+	"\aJobLogs\x12\x17.eddy.v1.JobLogsRequest\x1a\x18.eddy.v1.JobLogsResponse\x123\n" +
 	"\x04Join\x12\x14.eddy.v1.JoinRequest\x1a\x15.eddy.v1.JoinResponse\x126\n" +
 	"\x05Leave\x12\x15.eddy.v1.LeaveRequest\x1a\x16.eddy.v1.LeaveResponse\x12H\n" +
 	"\vClusterInfo\x12\x1b.eddy.v1.ClusterInfoRequest\x1a\x1c.eddy.v1.ClusterInfoResponseB2Z0github.com/eddy-stream/eddy/proto/eddy/v1;eddyv1b\x06proto3"
@@ -2087,7 +2313,7 @@ func file_eddy_v1_control_proto_rawDescGZIP() []byte {
 }
 
 var file_eddy_v1_control_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_eddy_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 28)
+var file_eddy_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 31)
 var file_eddy_v1_control_proto_goTypes = []any{
 	(CheckpointState)(0),             // 0: eddy.v1.CheckpointState
 	(CoordinatorRole)(0),             // 1: eddy.v1.CoordinatorRole
@@ -2108,69 +2334,78 @@ var file_eddy_v1_control_proto_goTypes = []any{
 	(*TaskStatus)(nil),               // 16: eddy.v1.TaskStatus
 	(*CheckpointInfo)(nil),           // 17: eddy.v1.CheckpointInfo
 	(*JobStatusResponse)(nil),        // 18: eddy.v1.JobStatusResponse
-	(*CancelJobRequest)(nil),         // 19: eddy.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),        // 20: eddy.v1.CancelJobResponse
-	(*TriggerSavepointRequest)(nil),  // 21: eddy.v1.TriggerSavepointRequest
-	(*TriggerSavepointResponse)(nil), // 22: eddy.v1.TriggerSavepointResponse
-	(*JoinRequest)(nil),              // 23: eddy.v1.JoinRequest
-	(*JoinResponse)(nil),             // 24: eddy.v1.JoinResponse
-	(*LeaveRequest)(nil),             // 25: eddy.v1.LeaveRequest
-	(*LeaveResponse)(nil),            // 26: eddy.v1.LeaveResponse
-	(*ClusterInfoRequest)(nil),       // 27: eddy.v1.ClusterInfoRequest
-	(*CoordinatorInfo)(nil),          // 28: eddy.v1.CoordinatorInfo
-	(*WorkerInfo)(nil),               // 29: eddy.v1.WorkerInfo
-	(*ClusterInfoResponse)(nil),      // 30: eddy.v1.ClusterInfoResponse
-	(JobState)(0),                    // 31: eddy.v1.JobState
-	(TaskState)(0),                   // 32: eddy.v1.TaskState
-	(*TaskMetrics)(nil),              // 33: eddy.v1.TaskMetrics
-	(CheckpointKind)(0),              // 34: eddy.v1.CheckpointKind
+	(*JobLogsRequest)(nil),           // 19: eddy.v1.JobLogsRequest
+	(*JobLogLine)(nil),               // 20: eddy.v1.JobLogLine
+	(*JobLogsResponse)(nil),          // 21: eddy.v1.JobLogsResponse
+	(*CancelJobRequest)(nil),         // 22: eddy.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),        // 23: eddy.v1.CancelJobResponse
+	(*TriggerSavepointRequest)(nil),  // 24: eddy.v1.TriggerSavepointRequest
+	(*TriggerSavepointResponse)(nil), // 25: eddy.v1.TriggerSavepointResponse
+	(*JoinRequest)(nil),              // 26: eddy.v1.JoinRequest
+	(*JoinResponse)(nil),             // 27: eddy.v1.JoinResponse
+	(*LeaveRequest)(nil),             // 28: eddy.v1.LeaveRequest
+	(*LeaveResponse)(nil),            // 29: eddy.v1.LeaveResponse
+	(*ClusterInfoRequest)(nil),       // 30: eddy.v1.ClusterInfoRequest
+	(*CoordinatorInfo)(nil),          // 31: eddy.v1.CoordinatorInfo
+	(*WorkerInfo)(nil),               // 32: eddy.v1.WorkerInfo
+	(*ClusterInfoResponse)(nil),      // 33: eddy.v1.ClusterInfoResponse
+	(JobState)(0),                    // 34: eddy.v1.JobState
+	(TaskState)(0),                   // 35: eddy.v1.TaskState
+	(*TaskMetrics)(nil),              // 36: eddy.v1.TaskMetrics
+	(CheckpointKind)(0),              // 37: eddy.v1.CheckpointKind
+	(*LogEntry)(nil),                 // 38: eddy.v1.LogEntry
 }
 var file_eddy_v1_control_proto_depIdxs = []int32{
 	3,  // 0: eddy.v1.UploadModuleResponse.module:type_name -> eddy.v1.ModuleInfo
 	3,  // 1: eddy.v1.ListModulesResponse.modules:type_name -> eddy.v1.ModuleInfo
 	3,  // 2: eddy.v1.GetModuleResponse.module:type_name -> eddy.v1.ModuleInfo
-	31, // 3: eddy.v1.JobSummary.state:type_name -> eddy.v1.JobState
+	34, // 3: eddy.v1.JobSummary.state:type_name -> eddy.v1.JobState
 	13, // 4: eddy.v1.ListJobsResponse.jobs:type_name -> eddy.v1.JobSummary
-	32, // 5: eddy.v1.TaskStatus.state:type_name -> eddy.v1.TaskState
-	33, // 6: eddy.v1.TaskStatus.metrics:type_name -> eddy.v1.TaskMetrics
-	34, // 7: eddy.v1.CheckpointInfo.kind:type_name -> eddy.v1.CheckpointKind
+	35, // 5: eddy.v1.TaskStatus.state:type_name -> eddy.v1.TaskState
+	36, // 6: eddy.v1.TaskStatus.metrics:type_name -> eddy.v1.TaskMetrics
+	37, // 7: eddy.v1.CheckpointInfo.kind:type_name -> eddy.v1.CheckpointKind
 	0,  // 8: eddy.v1.CheckpointInfo.state:type_name -> eddy.v1.CheckpointState
 	13, // 9: eddy.v1.JobStatusResponse.job:type_name -> eddy.v1.JobSummary
 	16, // 10: eddy.v1.JobStatusResponse.tasks:type_name -> eddy.v1.TaskStatus
 	17, // 11: eddy.v1.JobStatusResponse.checkpoints:type_name -> eddy.v1.CheckpointInfo
-	31, // 12: eddy.v1.CancelJobResponse.state:type_name -> eddy.v1.JobState
-	31, // 13: eddy.v1.TriggerSavepointResponse.state:type_name -> eddy.v1.JobState
-	1,  // 14: eddy.v1.CoordinatorInfo.role:type_name -> eddy.v1.CoordinatorRole
-	2,  // 15: eddy.v1.WorkerInfo.state:type_name -> eddy.v1.WorkerState
-	28, // 16: eddy.v1.ClusterInfoResponse.coordinators:type_name -> eddy.v1.CoordinatorInfo
-	29, // 17: eddy.v1.ClusterInfoResponse.workers:type_name -> eddy.v1.WorkerInfo
-	4,  // 18: eddy.v1.Control.UploadModule:input_type -> eddy.v1.UploadModuleRequest
-	6,  // 19: eddy.v1.Control.ListModules:input_type -> eddy.v1.ListModulesRequest
-	8,  // 20: eddy.v1.Control.GetModule:input_type -> eddy.v1.GetModuleRequest
-	10, // 21: eddy.v1.Control.SubmitJob:input_type -> eddy.v1.SubmitJobRequest
-	12, // 22: eddy.v1.Control.ListJobs:input_type -> eddy.v1.ListJobsRequest
-	15, // 23: eddy.v1.Control.JobStatus:input_type -> eddy.v1.JobStatusRequest
-	19, // 24: eddy.v1.Control.CancelJob:input_type -> eddy.v1.CancelJobRequest
-	21, // 25: eddy.v1.Control.TriggerSavepoint:input_type -> eddy.v1.TriggerSavepointRequest
-	23, // 26: eddy.v1.Control.Join:input_type -> eddy.v1.JoinRequest
-	25, // 27: eddy.v1.Control.Leave:input_type -> eddy.v1.LeaveRequest
-	27, // 28: eddy.v1.Control.ClusterInfo:input_type -> eddy.v1.ClusterInfoRequest
-	5,  // 29: eddy.v1.Control.UploadModule:output_type -> eddy.v1.UploadModuleResponse
-	7,  // 30: eddy.v1.Control.ListModules:output_type -> eddy.v1.ListModulesResponse
-	9,  // 31: eddy.v1.Control.GetModule:output_type -> eddy.v1.GetModuleResponse
-	11, // 32: eddy.v1.Control.SubmitJob:output_type -> eddy.v1.SubmitJobResponse
-	14, // 33: eddy.v1.Control.ListJobs:output_type -> eddy.v1.ListJobsResponse
-	18, // 34: eddy.v1.Control.JobStatus:output_type -> eddy.v1.JobStatusResponse
-	20, // 35: eddy.v1.Control.CancelJob:output_type -> eddy.v1.CancelJobResponse
-	22, // 36: eddy.v1.Control.TriggerSavepoint:output_type -> eddy.v1.TriggerSavepointResponse
-	24, // 37: eddy.v1.Control.Join:output_type -> eddy.v1.JoinResponse
-	26, // 38: eddy.v1.Control.Leave:output_type -> eddy.v1.LeaveResponse
-	30, // 39: eddy.v1.Control.ClusterInfo:output_type -> eddy.v1.ClusterInfoResponse
-	29, // [29:40] is the sub-list for method output_type
-	18, // [18:29] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	38, // 12: eddy.v1.JobLogLine.entry:type_name -> eddy.v1.LogEntry
+	20, // 13: eddy.v1.JobLogsResponse.lines:type_name -> eddy.v1.JobLogLine
+	34, // 14: eddy.v1.JobLogsResponse.state:type_name -> eddy.v1.JobState
+	34, // 15: eddy.v1.CancelJobResponse.state:type_name -> eddy.v1.JobState
+	34, // 16: eddy.v1.TriggerSavepointResponse.state:type_name -> eddy.v1.JobState
+	1,  // 17: eddy.v1.CoordinatorInfo.role:type_name -> eddy.v1.CoordinatorRole
+	2,  // 18: eddy.v1.WorkerInfo.state:type_name -> eddy.v1.WorkerState
+	31, // 19: eddy.v1.ClusterInfoResponse.coordinators:type_name -> eddy.v1.CoordinatorInfo
+	32, // 20: eddy.v1.ClusterInfoResponse.workers:type_name -> eddy.v1.WorkerInfo
+	4,  // 21: eddy.v1.Control.UploadModule:input_type -> eddy.v1.UploadModuleRequest
+	6,  // 22: eddy.v1.Control.ListModules:input_type -> eddy.v1.ListModulesRequest
+	8,  // 23: eddy.v1.Control.GetModule:input_type -> eddy.v1.GetModuleRequest
+	10, // 24: eddy.v1.Control.SubmitJob:input_type -> eddy.v1.SubmitJobRequest
+	12, // 25: eddy.v1.Control.ListJobs:input_type -> eddy.v1.ListJobsRequest
+	15, // 26: eddy.v1.Control.JobStatus:input_type -> eddy.v1.JobStatusRequest
+	22, // 27: eddy.v1.Control.CancelJob:input_type -> eddy.v1.CancelJobRequest
+	24, // 28: eddy.v1.Control.TriggerSavepoint:input_type -> eddy.v1.TriggerSavepointRequest
+	19, // 29: eddy.v1.Control.JobLogs:input_type -> eddy.v1.JobLogsRequest
+	26, // 30: eddy.v1.Control.Join:input_type -> eddy.v1.JoinRequest
+	28, // 31: eddy.v1.Control.Leave:input_type -> eddy.v1.LeaveRequest
+	30, // 32: eddy.v1.Control.ClusterInfo:input_type -> eddy.v1.ClusterInfoRequest
+	5,  // 33: eddy.v1.Control.UploadModule:output_type -> eddy.v1.UploadModuleResponse
+	7,  // 34: eddy.v1.Control.ListModules:output_type -> eddy.v1.ListModulesResponse
+	9,  // 35: eddy.v1.Control.GetModule:output_type -> eddy.v1.GetModuleResponse
+	11, // 36: eddy.v1.Control.SubmitJob:output_type -> eddy.v1.SubmitJobResponse
+	14, // 37: eddy.v1.Control.ListJobs:output_type -> eddy.v1.ListJobsResponse
+	18, // 38: eddy.v1.Control.JobStatus:output_type -> eddy.v1.JobStatusResponse
+	23, // 39: eddy.v1.Control.CancelJob:output_type -> eddy.v1.CancelJobResponse
+	25, // 40: eddy.v1.Control.TriggerSavepoint:output_type -> eddy.v1.TriggerSavepointResponse
+	21, // 41: eddy.v1.Control.JobLogs:output_type -> eddy.v1.JobLogsResponse
+	27, // 42: eddy.v1.Control.Join:output_type -> eddy.v1.JoinResponse
+	29, // 43: eddy.v1.Control.Leave:output_type -> eddy.v1.LeaveResponse
+	33, // 44: eddy.v1.Control.ClusterInfo:output_type -> eddy.v1.ClusterInfoResponse
+	33, // [33:45] is the sub-list for method output_type
+	21, // [21:33] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_eddy_v1_control_proto_init() }
@@ -2185,7 +2420,7 @@ func file_eddy_v1_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_eddy_v1_control_proto_rawDesc), len(file_eddy_v1_control_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   28,
+			NumMessages:   31,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
