@@ -167,13 +167,18 @@ func (s *logStore) notifyLocked() {
 }
 
 // read returns up to limit lines of job after seq after, the seq to read
-// from next, and the lowest seq held (0: none).
+// from next, and the lowest seq held (0: none). An after beyond what this
+// store numbered is of another leader (or of the job's lines before they
+// were evicted): the numbering started again, so read from the oldest.
 func (s *logStore) read(job string, after uint64, limit int) (lines []*eddyv1.JobLogLine, next, first uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	jl := s.mu.jobs[job]
 	if jl == nil {
-		return nil, after, 0
+		return nil, 0, 0
+	}
+	if after >= jl.next {
+		after = 0
 	}
 	if len(jl.lines) > 0 {
 		first = jl.lines[0].GetSeq()

@@ -1269,6 +1269,8 @@ type JobLogsRequest struct {
 	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	JobId  string `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	// Return lines with a seq greater than this (0: from the oldest kept).
+	// An after_seq beyond what the leader numbered (another leader's, since
+	// a new leader numbers from 1 again) reads from the oldest kept.
 	AfterSeq uint64 `protobuf:"varint,3,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
 	// At most this many lines (0: 1000; at most 10000).
 	Limit uint32 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
