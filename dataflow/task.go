@@ -67,7 +67,7 @@ type task struct {
 	outs [][]outlet
 
 	name        string
-	log         *slog.Logger // with job, task and subtask attributes; set by run
+	log         *slog.Logger // with job, task (name), task_id and subtask attributes; set by run
 	source      stream.Source
 	stages      []stage
 	mainOutputs []*output
@@ -141,7 +141,7 @@ func (t *task) run(ctx context.Context) (err error) {
 	t.wm = math.MinInt64
 	t.maxTs = math.MinInt64
 	t.restoredWM = math.MinInt64
-	log := t.job.log.With("task", t.name, "subtask", t.subtask)
+	log := t.job.log.With("task", t.name, "task_id", t.id, "subtask", t.subtask)
 	t.log = log
 	defer func() {
 		inputFailed := false

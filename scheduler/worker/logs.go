@@ -217,7 +217,8 @@ func truncate(s string, max int) string {
 // taskLogHandler is the slog.Handler of a deployment's logger: every
 // record goes on to the worker's own handler as before, and those at
 // Info or above also become log entries of the task named by the record's
-// "task" attribute (a line of the whole deployment when there is none),
+// "task_id" attribute, or else "task" (a line of the whole deployment when
+// there is neither),
 // for the leader and `eddy job logs`. The guest's output reaches it
 // through the task logger that package host writes to (attribute
 // "stream"), the task's lifecycle through package dataflow's and the
@@ -227,9 +228,10 @@ type taskLogHandler struct {
 	buf     *logBuffer
 	job     string
 	attempt uint32
-	// From WithAttrs, outside any group.
-	task    string
-	subtask uint32
+	// From WithAttrs, outside any group: the task's id (TaskSpec.ID, what
+	// JobStatus and the leader's lines name it by) or else its name.
+	task, taskID string
+	subtask      uint32
 	grouped bool // WithGroup was called: later attributes are not ours
 }
 
@@ -256,6 +258,7 @@ func (h *taskLogHandler) Handle(ctx context.Context, r slog.Record) error {
 func (h *taskLogHandler) entry(r slog.Record) *eddyv1.LogEntry {
 	e := &eddyv1.LogEntry{TimeUnixMs: r.Time.UnixMilli(), JobId: h.job, Attempt: h.attempt, Task: h.task,
 		Subtask: h.subtask, Level: r.Level.String()}
+	taskID := h.taskID
 	var msg strings.Builder
 	msg.WriteString(r.Message)
 	r.Attrs(func(a slog.Attr) bool {
@@ -267,6 +270,9 @@ func (h *taskLogHandler) entry(r slog.Record) *eddyv1.LogEntry {
 		case a.Key == "task":
 			e.Task = a.Value.String()
 			return true
+		case a.Key == "task_id":
+			taskID = a.Value.String()
+			return true
 		case a.Key == "subtask":
 			e.Subtask = uint32(a.Value.Int64())
 			return true
@@ -275,6 +281,9 @@ func (h *taskLogHandler) entry(r slog.Record) *eddyv1.LogEntry {
 		return msg.Len() <= h.buf.limits.LineBytes // further attributes would be cut anyway
 	})
 	e.Message = msg.String()
+	if taskID != "" {
+		e.Task = taskID
+	}
 	return e
 }
 
@@ -286,6 +295,8 @@ func (h *taskLogHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
 			switch a.Key {
 			case "task":
 				c.task = a.Value.String()
+			case "task_id":
+				c.taskID = a.Value.String()
 			case "subtask":
 				c.subtask = uint32(a.Value.Int64())
 			}

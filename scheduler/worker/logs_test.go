@@ -143,7 +143,7 @@ func TestTaskLogHandler(t *testing.T) {
 	log := slog.New(&taskLogHandler{next: slog.NewTextHandler(&out, &slog.HandlerOptions{Level: slog.LevelWarn}), buf: b,
 		job: "job-7", attempt: 2}).With("job", "job-7", "attempt", 2)
 	log.Info("deploying", "tasks", []string{"src[0]"})
-	task := log.With("task", "src→op[1]", "subtask", 1)
+	task := log.With("task", "src→op[1]", "task_id", "src[1]", "subtask", 1)
 	task.Info("task started", "restored_from_checkpoint", 4)
 	task.With("instance", "x/op[1]").Warn("hello from the guest", "stream", "stderr")
 	task.Debug("not for the tenant")
@@ -155,9 +155,9 @@ func TestTaskLogHandler(t *testing.T) {
 	}
 	want := []string{
 		"job-7#2  0 INFO [] deploying tasks=[src[0]]",
-		"job-7#2 src→op[1] 1 INFO [] task started restored_from_checkpoint=4",
-		"job-7#2 src→op[1] 1 WARN [stderr] hello from the guest",
-		"job-7#2 src→op[1] 1 ERROR [] task failed err=boom",
+		"job-7#2 src[1] 1 INFO [] task started restored_from_checkpoint=4",
+		"job-7#2 src[1] 1 WARN [stderr] hello from the guest",
+		"job-7#2 src[1] 1 ERROR [] task failed err=boom",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("entries\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

@@ -418,8 +418,8 @@ type LogEntry struct {
 	TimeUnixMs int64                  `protobuf:"varint,1,opt,name=time_unix_ms,json=timeUnixMs,proto3" json:"time_unix_ms,omitempty"`
 	JobId      string                 `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	Attempt    uint32                 `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`
-	// The task as its log names it ("enrich→per_card[1]": the chain's nodes
-	// and the subtask); empty for a line of the whole deployment.
+	// The task's id, as JobStatus names it ("enrich[1]": the chain's head
+	// node and the subtask); empty for a line of the whole deployment.
 	Task    string `protobuf:"bytes,4,opt,name=task,proto3" json:"task,omitempty"`
 	Subtask uint32 `protobuf:"varint,5,opt,name=subtask,proto3" json:"subtask,omitempty"`
 	// DEBUG, INFO, WARN or ERROR.
