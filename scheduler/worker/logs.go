@@ -232,7 +232,7 @@ type taskLogHandler struct {
 	// JobStatus and the leader's lines name it by) or else its name.
 	task, taskID string
 	subtask      uint32
-	grouped bool // WithGroup was called: later attributes are not ours
+	grouped      bool // WithGroup was called: later attributes are not ours
 }
 
 // minTaskLogLevel is the least level kept for the tenant: debug lines are
