@@ -98,6 +98,13 @@ func TestSavepointCLI(t *testing.T) {
 // extra args, waits until its worker is alive and returns a CLI against it.
 func standaloneCLI(t *testing.T, dir string, args ...string) func(args ...string) result {
 	t.Helper()
+	_, cli := standaloneAPI(t, dir, args...)
+	return cli
+}
+
+// standaloneAPI is standaloneCLI that also returns the API address.
+func standaloneAPI(t *testing.T, dir string, args ...string) (string, func(args ...string) result) {
+	t.Helper()
 	standalone := startProc(t, dir, "standalone", append([]string{"standalone", "--api", "127.0.0.1:0"}, args...)...)
 	api := standalone.addr(t, standaloneLine)
 	cli := func(args ...string) result {
@@ -107,5 +114,5 @@ func standaloneCLI(t *testing.T, dir string, args ...string) func(args ...string
 	testkit.Eventually(t, 30*time.Second, "the standalone worker", func() bool {
 		return strings.Contains(cli("cluster", "info").stdout, "ALIVE")
 	})
-	return cli
+	return api, cli
 }
