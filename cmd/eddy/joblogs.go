@@ -35,7 +35,7 @@ const followRetry = time.Minute
 func jobLogs(c eddyv1.ControlClient, cf clientFlags, job string, since uint64, follow bool, stdout io.Writer) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	after := since
+	after, epoch := since, uint64(0)
 	var wait time.Duration
 	if follow {
 		wait = followWait
@@ -45,7 +45,7 @@ func jobLogs(c eddyv1.ControlClient, cf clientFlags, job string, since uint64, f
 	for {
 		cctx, cancel := context.WithTimeout(ctx, wait+cf.timeout)
 		resp, err := c.JobLogs(cctx, &eddyv1.JobLogsRequest{Tenant: cf.tenant, JobId: job, AfterSeq: after,
-			WaitMs: uint32(wait.Milliseconds())})
+			Epoch: epoch, WaitMs: uint32(wait.Milliseconds())})
 		cancel()
 		if ctx.Err() != nil {
 			return nil // Ctrl-C
@@ -70,7 +70,7 @@ func jobLogs(c eddyv1.ControlClient, cf clientFlags, job string, since uint64, f
 		}
 		failingSince, backoff = time.Time{}, 100*time.Millisecond
 		lines := resp.GetLines()
-		if len(lines) > 0 {
+		if len(lines) > 0 && (epoch == 0 || epoch == resp.GetEpoch()) {
 			if first := resp.GetFirstSeq(); after > 0 && first > after+1 && lines[0].GetSeq() == first {
 				fmt.Fprintf(stdout, "… %d lines dropped: older than what the coordinator keeps\n", first-after-1)
 			}
@@ -78,7 +78,7 @@ func jobLogs(c eddyv1.ControlClient, cf clientFlags, job string, since uint64, f
 		for _, l := range lines {
 			printLogEntry(stdout, l.GetEntry())
 		}
-		after = resp.GetNextSeq()
+		after, epoch = resp.GetNextSeq(), resp.GetEpoch()
 		switch {
 		case len(lines) > 0:
 			// More may be waiting beyond the answer's limit.

@@ -3,6 +3,7 @@ package coordinator
 import (
 	"context"
 	"log/slog"
+	"math/rand/v2"
 	"sync"
 	"time"
 
@@ -37,7 +38,10 @@ const (
 // their heartbeats and as task reports tell of failures, numbered per job.
 // Safe for concurrent use.
 type logStore struct {
-	mu struct {
+	// epoch names this store's numbering of seq, so that a client whose
+	// after_seq is another leader's is read from the oldest line.
+	epoch uint64
+	mu    struct {
 		sync.Mutex
 		jobs map[string]*jobLog // by job id (unique across tenants)
 		// workerSeq is the highest worker_seq taken from each worker
@@ -60,7 +64,7 @@ type jobLog struct {
 }
 
 func newLogStore() *logStore {
-	s := &logStore{}
+	s := &logStore{epoch: rand.Uint64() | 1}
 	s.mu.jobs = map[string]*jobLog{}
 	s.mu.workerSeq = map[string]uint64{}
 	s.mu.changed = make(chan struct{})
@@ -166,14 +170,18 @@ func (s *logStore) notifyLocked() {
 	s.mu.changed = make(chan struct{})
 }
 
-// read returns up to limit lines of job after seq after, the seq to read
-// from next, and the lowest seq held (0: none). An after beyond what this
-// store numbered is of another leader (or of the job's lines before they
-// were evicted): the numbering started again, so read from the oldest.
-func (s *logStore) read(job string, after uint64, limit int) (lines []*eddyv1.JobLogLine, next, first uint64) {
+// read returns up to limit lines of job after seq after of numbering
+// epoch (0: this store's), the seq to read from next, and the lowest seq
+// held (0: none). An after of another epoch, or beyond what this store
+// numbered (the job's lines were evicted and numbered again), reads from
+// the oldest.
+func (s *logStore) read(job string, after, epoch uint64, limit int) (lines []*eddyv1.JobLogLine, next, first uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	jl := s.mu.jobs[job]
+	if epoch != 0 && epoch != s.epoch {
+		after = 0
+	}
 	if jl == nil {
 		return nil, 0, 0
 	}
@@ -223,10 +231,10 @@ func (c *Coordinator) jobLogs(ctx context.Context, t *term, req *eddyv1.JobLogsR
 		if err != nil {
 			return nil, notFound("job %s not found in tenant %s", req.GetJobId(), tenant)
 		}
-		lines, next, first := c.logs.read(j.ID, req.GetAfterSeq(), limit)
+		lines, next, first := c.logs.read(j.ID, req.GetAfterSeq(), req.GetEpoch(), limit)
 		state := apiJobState(&j, t.index(c.fsm.Workers()))
 		if len(lines) > 0 || wait <= 0 || terminalJobState(state) {
-			return &eddyv1.JobLogsResponse{Lines: lines, NextSeq: next, FirstSeq: first, State: state}, nil
+			return &eddyv1.JobLogsResponse{Lines: lines, NextSeq: next, FirstSeq: first, State: state, Epoch: c.logs.epoch}, nil
 		}
 		select {
 		case <-logsChanged:

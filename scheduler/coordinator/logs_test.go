@@ -145,13 +145,20 @@ func TestLogStoreBounds(t *testing.T) {
 		batch = append(batch, &eddyv1.LogEntry{WorkerSeq: uint64(i), JobId: "j", Message: "x"})
 	}
 	s.ingest("w", batch, exists)
-	lines, next, first := s.read("j", 0, 3)
+	lines, next, first := s.read("j", 0, 0, 3)
 	if first != 11 || len(lines) != 3 || lines[0].GetSeq() != 11 || next != 13 {
 		t.Fatalf("after %d lines: first %d, next %d, %d lines from %d", maxLogLinesPerJob+10, first, next, len(lines), lines[0].GetSeq())
 	}
-	// An after_seq beyond what the store numbered is another leader's.
-	if lines, _, _ := s.read("j", 1<<40, 1); len(lines) != 1 || lines[0].GetSeq() != 11 {
-		t.Fatalf("read after a leader change: %v", lines)
+	// An after_seq of another numbering (another leader's), or beyond what
+	// the store numbered, reads from the oldest.
+	if lines, _, _ := s.read("j", 1<<40, 0, 1); len(lines) != 1 || lines[0].GetSeq() != 11 {
+		t.Fatalf("read after seq beyond the numbering: %v", lines)
+	}
+	if lines, _, _ := s.read("j", 20, s.epoch+1, 1); len(lines) != 1 || lines[0].GetSeq() != 11 {
+		t.Fatalf("read after seq of another epoch: %v", lines)
+	}
+	if lines, _, _ := s.read("j", 20, s.epoch, 1); len(lines) != 1 || lines[0].GetSeq() != 21 {
+		t.Fatalf("read after seq of this epoch: %v", lines)
 	}
 
 	big := strings.Repeat("y", 64<<10)

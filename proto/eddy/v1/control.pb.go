@@ -1268,15 +1268,19 @@ type JobLogsRequest struct {
 	// NOT_FOUND.
 	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
 	JobId  string `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
-	// Return lines with a seq greater than this (0: from the oldest kept).
-	// An after_seq beyond what the leader numbered (another leader's, since
-	// a new leader numbers from 1 again) reads from the oldest kept.
+	// Return lines with a seq greater than this (0: from the oldest kept),
+	// in the numbering named by epoch.
 	AfterSeq uint64 `protobuf:"varint,3,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
 	// At most this many lines (0: 1000; at most 10000).
 	Limit uint32 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
 	// Long poll: wait up to this long for a line after after_seq (0: answer
 	// at once).
-	WaitMs        uint32 `protobuf:"varint,5,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
+	WaitMs uint32 `protobuf:"varint,5,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
+	// The epoch of the answer after_seq comes from (0: none yet). A leader
+	// whose numbering is another (a leader change) reads from the oldest
+	// line it holds instead, as it does for an after_seq beyond what it
+	// numbered.
+	Epoch         uint64 `protobuf:"varint,6,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1346,6 +1350,13 @@ func (x *JobLogsRequest) GetWaitMs() uint32 {
 	return 0
 }
 
+func (x *JobLogsRequest) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 // JobLogLine is one log line of a job, numbered by the leader.
 type JobLogLine struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -1411,7 +1422,10 @@ type JobLogsResponse struct {
 	FirstSeq uint64 `protobuf:"varint,3,opt,name=first_seq,json=firstSeq,proto3" json:"first_seq,omitempty"`
 	// The job's state when the answer was made. A client that follows stops
 	// once it is terminal and an answer brought no more lines.
-	State         JobState `protobuf:"varint,4,opt,name=state,proto3,enum=eddy.v1.JobState" json:"state,omitempty"`
+	State JobState `protobuf:"varint,4,opt,name=state,proto3,enum=eddy.v1.JobState" json:"state,omitempty"`
+	// Names the leader's numbering of seq (random, new when a coordinator
+	// process starts): give it back with next_seq.
+	Epoch         uint64 `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1472,6 +1486,13 @@ func (x *JobLogsResponse) GetState() JobState {
 		return x.State
 	}
 	return JobState_JOB_STATE_UNSPECIFIED
+}
+
+func (x *JobLogsResponse) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
 }
 
 type CancelJobRequest struct {
@@ -2214,22 +2235,24 @@ const file_eddy_v1_control_proto_rawDesc = "" +
 	"\x11JobStatusResponse\x12%\n" +
 	"\x03job\x18\x01 \x01(\v2\x13.eddy.v1.JobSummaryR\x03job\x12)\n" +
 	"\x05tasks\x18\x02 \x03(\v2\x13.eddy.v1.TaskStatusR\x05tasks\x129\n" +
-	"\vcheckpoints\x18\x03 \x03(\v2\x17.eddy.v1.CheckpointInfoR\vcheckpoints\"\x8b\x01\n" +
+	"\vcheckpoints\x18\x03 \x03(\v2\x17.eddy.v1.CheckpointInfoR\vcheckpoints\"\xa1\x01\n" +
 	"\x0eJobLogsRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x1b\n" +
 	"\tafter_seq\x18\x03 \x01(\x04R\bafterSeq\x12\x14\n" +
 	"\x05limit\x18\x04 \x01(\rR\x05limit\x12\x17\n" +
-	"\await_ms\x18\x05 \x01(\rR\x06waitMs\"G\n" +
+	"\await_ms\x18\x05 \x01(\rR\x06waitMs\x12\x14\n" +
+	"\x05epoch\x18\x06 \x01(\x04R\x05epoch\"G\n" +
 	"\n" +
 	"JobLogLine\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12'\n" +
-	"\x05entry\x18\x02 \x01(\v2\x11.eddy.v1.LogEntryR\x05entry\"\x9d\x01\n" +
+	"\x05entry\x18\x02 \x01(\v2\x11.eddy.v1.LogEntryR\x05entry\"\xb3\x01\n" +
 	"\x0fJobLogsResponse\x12)\n" +
 	"\x05lines\x18\x01 \x03(\v2\x13.eddy.v1.JobLogLineR\x05lines\x12\x19\n" +
 	"\bnext_seq\x18\x02 \x01(\x04R\anextSeq\x12\x1b\n" +
 	"\tfirst_seq\x18\x03 \x01(\x04R\bfirstSeq\x12'\n" +
-	"\x05state\x18\x04 \x01(\x0e2\x11.eddy.v1.JobStateR\x05state\"A\n" +
+	"\x05state\x18\x04 \x01(\x0e2\x11.eddy.v1.JobStateR\x05state\x12\x14\n" +
+	"\x05epoch\x18\x05 \x01(\x04R\x05epoch\"A\n" +
 	"\x10CancelJobRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\"<\n" +
