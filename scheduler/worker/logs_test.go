@@ -175,3 +175,27 @@ func TestLogLimitsValidate(t *testing.T) {
 		t.Fatal("tiny limits accepted")
 	}
 }
+
+// TestKickLogs: waiting log lines cut a held heartbeat short, but not one
+// that carries terminal task reports (its answer waits only for their
+// commit), and always make the next heartbeat go at once.
+func TestKickLogs(t *testing.T) {
+	for _, tc := range []struct {
+		name      string
+		reporting bool
+		canceled  bool
+	}{
+		{"held heartbeat", false, true},
+		{"heartbeat with terminal reports", true, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := &Worker{kickCh: make(chan struct{}, 1)}
+			canceled := false
+			w.unhold, w.reporting = func() { canceled = true }, tc.reporting
+			w.kickLogs()
+			if canceled != tc.canceled || len(w.kickCh) != 1 {
+				t.Fatalf("canceled %v (want %v), kicked %d", canceled, tc.canceled, len(w.kickCh))
+			}
+		})
+	}
+}

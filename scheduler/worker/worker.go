@@ -126,8 +126,11 @@ type Worker struct {
 	// stores are the checkpoint storages opened, by URL.
 	stores map[string]storage.Store
 	// unhold cancels the heartbeat call in flight, which the leader may
-	// be holding (see loop); nil between calls.
-	unhold context.CancelFunc
+	// be holding (see loop); nil between calls. reporting says that call
+	// carries terminal task reports, which the leader commits before it
+	// answers (at once: the commit moves its state on).
+	unhold    context.CancelFunc
+	reporting bool
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -455,8 +458,24 @@ func (w *Worker) flushLogs(ctx context.Context) {
 			return
 		case <-time.After(logFlushDelay):
 		}
-		w.kick()
+		w.kickLogs()
 	}
+}
+
+// kickLogs is kick for log lines: it spares a call that carries terminal
+// task reports, which the leader answers as soon as it committed them —
+// a job that logs all the time must not keep cutting off the commit of
+// its tasks' ends.
+func (w *Worker) kickLogs() {
+	select {
+	case w.kickCh <- struct{}{}:
+	default:
+	}
+	w.mu.Lock()
+	if w.unhold != nil && !w.reporting {
+		w.unhold()
+	}
+	w.mu.Unlock()
 }
 
 // heartbeat makes one heartbeat, which the leader may hold for up to wait
@@ -468,6 +487,7 @@ func (w *Worker) heartbeat(ctx context.Context, index uint64, wait time.Duration
 	defer cancel()
 	w.mu.Lock()
 	w.unhold = cancel
+	w.reporting = true // until the reports are known: spare the call
 	w.mu.Unlock()
 	defer func() {
 		w.mu.Lock()
@@ -476,6 +496,13 @@ func (w *Worker) heartbeat(ctx context.Context, index uint64, wait time.Duration
 	}()
 	req := &eddyv1.HeartbeatRequest{WorkerId: w.cfg.ID, InstanceId: w.instance, Tasks: w.reports(),
 		StateIndex: index, WaitMs: uint32(wait.Milliseconds()), Logs: w.logs.take()}
+	reporting := false
+	for _, r := range req.Tasks {
+		reporting = reporting || terminalState(r.GetState())
+	}
+	w.mu.Lock()
+	w.reporting = reporting
+	w.mu.Unlock()
 	var resp *eddyv1.HeartbeatResponse
 	err := w.call(ctx, func(c eddyv1.ClusterClient) error {
 		var err error
@@ -546,6 +573,11 @@ func (w *Worker) reports() []*eddyv1.TaskReport {
 		}
 	}
 	return out
+}
+
+func terminalState(s eddyv1.TaskState) bool {
+	return s == eddyv1.TaskState_TASK_STATE_FINISHED || s == eddyv1.TaskState_TASK_STATE_FAILED ||
+		s == eddyv1.TaskState_TASK_STATE_CANCELED
 }
 
 func isClosed(ch chan struct{}) bool {
