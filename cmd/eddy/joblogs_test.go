@@ -138,6 +138,7 @@ func TestJobLogsCLI(t *testing.T) {
 		return strings.Contains(cli("job", "status", failing).stdout, "FAILED")
 	})
 	out := cli("job", "logs", failing, "--follow").stdout // returns at once: the job is terminal
+	t.Logf("logs of the failed job:\n%s", out)
 	for _, want := range []string{" txns[0] ERROR task failed", "bad record"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("logs of the failed job lack %q:\n%s", want, out)

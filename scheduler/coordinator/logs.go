@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -115,7 +116,10 @@ func (s *logStore) taskFailed(r *eddyv1.TaskReport, now time.Time) {
 	k := keyOf(r.GetTask())
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if jl := s.mu.jobs[k.job]; jl != nil && jl.failed[k] {
+	if jl := s.mu.jobs[k.job]; jl != nil && (jl.failed[k] || jl.loggedError(k)) {
+		// The worker's own line of the failure (shipped with the report,
+		// so read first) says it already.
+		jl.failed[k] = true
 		return
 	}
 	msg := "task failed"
@@ -126,6 +130,18 @@ func (s *logStore) taskFailed(r *eddyv1.TaskReport, now time.Time) {
 		Level: slog.LevelError.String(), Message: msg})
 	jl.failed[k] = true
 	s.notifyLocked()
+}
+
+// loggedError reports whether the job's lines hold an error of task k's
+// own (not of its guest's output).
+func (jl *jobLog) loggedError(k taskKey) bool {
+	for _, l := range slices.Backward(jl.lines) {
+		e := l.GetEntry()
+		if e.GetTask() == k.task && e.GetAttempt() == uint32(k.attempt) && e.GetStream() == "" && e.GetLevel() == slog.LevelError.String() {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *logStore) appendLocked(e *eddyv1.LogEntry) *jobLog {

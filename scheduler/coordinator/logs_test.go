@@ -183,3 +183,34 @@ func TestLogStoreBounds(t *testing.T) {
 		t.Fatalf("%d jobs held (bound %d); the least recently written kept: %v", n, maxLogJobs, firstKept)
 	}
 }
+
+// TestLogStoreTaskFailed: a failed task's report adds its error unless
+// the worker's own error line of that task and attempt is there already,
+// and once only.
+func TestLogStoreTaskFailed(t *testing.T) {
+	s := newLogStore()
+	exists := func(string) bool { return true }
+	s.ingest("w", []*eddyv1.LogEntry{
+		{WorkerSeq: 1, JobId: "j", Attempt: 1, Task: "a[0]", Level: "ERROR", Stream: "stderr", Message: "guest says error"},
+		{WorkerSeq: 2, JobId: "j", Attempt: 1, Task: "b[0]", Level: "ERROR", Message: "task failed err=boom"},
+	}, exists)
+	report := func(task string) *eddyv1.TaskReport {
+		return &eddyv1.TaskReport{Task: &eddyv1.TaskRef{JobId: "j", Attempt: 1, TaskId: task}, State: failed, Error: "task " + task + ": boom"}
+	}
+	now := time.UnixMilli(1000)
+	for range 2 {
+		for _, task := range []string{"a[0]", "b[0]"} {
+			s.taskFailed(report(task), now)
+		}
+	}
+	s.taskFailed(&eddyv1.TaskReport{Task: &eddyv1.TaskRef{JobId: "j", Attempt: 1, TaskId: "c[0]"}, State: running}, now)
+	lines, _, _ := s.read("j", 0, 0, 100)
+	var got []string
+	for _, l := range lines {
+		got = append(got, l.GetEntry().GetTask()+" "+l.GetEntry().GetMessage())
+	}
+	want := []string{"a[0] guest says error", "b[0] task failed err=boom", "a[0] task failed: task a[0]: boom"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("lines %q, want %q", got, want)
+	}
+}

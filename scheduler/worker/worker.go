@@ -764,13 +764,16 @@ func (w *Worker) deploy(ctx context.Context, d *eddyv1.Deployment) {
 	w.mu.Lock()
 	w.jobs[key] = r
 	w.mu.Unlock()
-	log := slog.New(&taskLogHandler{next: w.log.Handler(), buf: w.logs, job: d.GetJobId(), attempt: d.GetAttempt()}).
-		With("job", d.GetJobId(), "attempt", d.GetAttempt())
+	// log's lines are the tenant's too (eddy job logs); opLog's only the
+	// worker's: a deployment's failure is each task's, which the leader
+	// logs for the tenant from the task reports.
+	opLog := w.log.With("job", d.GetJobId(), "attempt", d.GetAttempt())
+	log := slog.New(&taskLogHandler{next: opLog.Handler(), buf: w.logs, job: d.GetJobId(), attempt: d.GetAttempt()})
 	log.Info("deploying", "tasks", d.GetTaskIds())
 
 	job, dep, err := w.build(jctx, d, log)
 	if err != nil {
-		log.Error("deployment failed to start", "err", err)
+		opLog.Error("deployment failed to start", "err", err)
 		w.mu.Lock()
 		r.startErr = err
 		w.mu.Unlock()
@@ -800,7 +803,7 @@ func (w *Worker) deploy(ctx context.Context, d *eddyv1.Deployment) {
 		close(r.done)
 		cancel()
 		if err != nil && !canceled {
-			log.Error("deployment failed", "err", err)
+			opLog.Error("deployment failed", "err", err)
 		} else {
 			log.Info("deployment ended")
 		}
