@@ -181,6 +181,15 @@ func (s *logStore) evictLocked() {
 	delete(s.mu.jobs, oldest)
 }
 
+// poke wakes the long polls as a write does: a report changed what the
+// API says of a job's state (a canceled job is CANCELING until its
+// workers report its tasks ended, which commits nothing).
+func (s *logStore) poke() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.notifyLocked()
+}
+
 func (s *logStore) notifyLocked() {
 	close(s.mu.changed)
 	s.mu.changed = make(chan struct{})
