@@ -73,7 +73,7 @@ func TestLogBufferPerHeartbeat(t *testing.T) {
 				b.add(line(fmt.Sprintf("t[%d]", i%2), msg))
 			}
 			var lastSeq uint64
-			total := 0
+			total, largest := 0, 0
 			for range 1000 {
 				es := b.take()
 				if len(es) == 0 {
@@ -81,9 +81,11 @@ func TestLogBufferPerHeartbeat(t *testing.T) {
 				}
 				total += len(es)
 				req := &eddyv1.HeartbeatRequest{WorkerId: "worker-127.0.0.1:1234", InstanceId: "0123456789abcdef", Logs: es}
-				if n := proto.Size(req); n > tc.limits.BytesPerHeartbeat+64 || len(es) > tc.limits.PerHeartbeat {
+				n := proto.Size(req)
+				if n > tc.limits.BytesPerHeartbeat+64 || len(es) > tc.limits.PerHeartbeat {
 					t.Fatalf("one heartbeat: %d entries, %d bytes (bounds %d, %d)", len(es), n, tc.limits.PerHeartbeat, tc.limits.BytesPerHeartbeat)
 				}
+				largest = max(largest, n)
 				for _, e := range es {
 					if len(e.GetMessage()) > tc.limits.LineBytes {
 						t.Fatalf("a line of %d bytes, bound %d", len(e.GetMessage()), tc.limits.LineBytes)
@@ -97,6 +99,7 @@ func TestLogBufferPerHeartbeat(t *testing.T) {
 					lastSeq = e.GetWorkerSeq()
 				}
 			}
+			t.Logf("largest heartbeat: %d bytes (bound %d)", largest, tc.limits.BytesPerHeartbeat)
 			// Two tasks, each keeping its bound.
 			if total != 2*tc.limits.PendingPerTask {
 				t.Fatalf("took %d entries, want %d", total, 2*tc.limits.PendingPerTask)
