@@ -55,9 +55,6 @@ type logSource struct {
 // leader can drop a resent entry.
 type logBuffer struct {
 	limits LogLimits
-	// notify gets a token when a line is added, so that the heartbeat loop
-	// ships it soon rather than after a held heartbeat returns.
-	notify chan struct{}
 
 	mu struct {
 		sync.Mutex
@@ -76,7 +73,7 @@ type taskLog struct {
 }
 
 func newLogBuffer(limits LogLimits) *logBuffer {
-	b := &logBuffer{limits: limits, notify: make(chan struct{}, 1)}
+	b := &logBuffer{limits: limits}
 	b.mu.tasks = map[logSource]*taskLog{}
 	return b
 }
@@ -96,10 +93,6 @@ func (b *logBuffer) add(e *eddyv1.LogEntry) {
 	tl.pending = append(tl.pending, e)
 	tl.bound(b.limits.PendingPerTask)
 	b.mu.Unlock()
-	select {
-	case b.notify <- struct{}{}:
-	default:
-	}
 }
 
 // bound drops the oldest lines beyond max, folding them into the head.
@@ -118,19 +111,10 @@ func entryBytes(e *eddyv1.LogEntry) int {
 }
 
 // take removes and returns the oldest pending entries across tasks, in
-// worker_seq order, within the per-heartbeat bounds. When some are left,
-// it notifies again, so that they go with the next heartbeat soon.
+// worker_seq order, within the per-heartbeat bounds.
 func (b *logBuffer) take() []*eddyv1.LogEntry {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	defer func() {
-		if len(b.mu.tasks) > 0 {
-			select {
-			case b.notify <- struct{}{}:
-			default:
-			}
-		}
-	}()
 	var out []*eddyv1.LogEntry
 	size := 0
 	for len(out) < b.limits.PerHeartbeat {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 
@@ -179,25 +180,23 @@ func TestLogLimitsValidate(t *testing.T) {
 	}
 }
 
-// TestKickLogs: waiting log lines cut a held heartbeat short, but not one
-// that carries terminal task reports (its answer waits only for their
-// commit), and always make the next heartbeat go at once.
-func TestKickLogs(t *testing.T) {
+// TestHeartbeatWait: a heartbeat that ships log lines is held for at
+// most logFlushDelay, so that the lines that follow go soon; any other for
+// the whole wait.
+func TestHeartbeatWait(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
-		reporting bool
-		canceled  bool
+		wait      time.Duration
+		shipsLogs bool
+		want      time.Duration
 	}{
-		{"held heartbeat", false, true},
-		{"heartbeat with terminal reports", true, false},
+		{"no logs", time.Second, false, time.Second},
+		{"logs", time.Second, true, logFlushDelay},
+		{"logs, short interval", 100 * time.Millisecond, true, 100 * time.Millisecond},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			w := &Worker{kickCh: make(chan struct{}, 1)}
-			canceled := false
-			w.unhold, w.reporting = func() { canceled = true }, tc.reporting
-			w.kickLogs()
-			if canceled != tc.canceled || len(w.kickCh) != 1 {
-				t.Fatalf("canceled %v (want %v), kicked %d", canceled, tc.canceled, len(w.kickCh))
+			if got := heartbeatWait(tc.wait, tc.shipsLogs); got != tc.want {
+				t.Fatalf("heartbeatWait(%s, %v) = %s, want %s", tc.wait, tc.shipsLogs, got, tc.want)
 			}
 		})
 	}

@@ -126,11 +126,8 @@ type Worker struct {
 	// stores are the checkpoint storages opened, by URL.
 	stores map[string]storage.Store
 	// unhold cancels the heartbeat call in flight, which the leader may
-	// be holding (see loop); nil between calls. reporting says that call
-	// carries terminal task reports, which the leader commits before it
-	// answers (at once: the commit moves its state on).
-	unhold    context.CancelFunc
-	reporting bool
+	// be holding (see loop); nil between calls.
+	unhold context.CancelFunc
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -252,7 +249,6 @@ func (w *Worker) Start(ctx context.Context) error {
 	}
 	go w.loop(ctx, reg)
 	go w.sendAcks(ctx)
-	go w.flushLogs(ctx)
 	return nil
 }
 
@@ -438,44 +434,21 @@ func (w *Worker) kick() {
 	w.mu.Unlock()
 }
 
-// logFlushDelay is how long a task log line waits before the worker cuts
-// a held heartbeat short to ship it: lines logged meanwhile go with it, so
-// a chatty job costs at most a few heartbeats a second.
+// logFlushDelay bounds how long the leader may hold a heartbeat that
+// ships log lines, so that while a job logs, its lines reach the leader
+// within about this long (and it costs at most a few heartbeats a second).
+// A held call is not cut short for a new line: a worker that kept
+// canceling its calls would never see one answered (see RATIONALE.md).
 const logFlushDelay = 200 * time.Millisecond
 
-// flushLogs kicks the heartbeat loop when task log lines are waiting, so
-// that they reach the leader within about logFlushDelay instead of when a
-// held heartbeat returns (up to the heartbeat interval).
-func (w *Worker) flushLogs(ctx context.Context) {
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-w.logs.notify:
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(logFlushDelay):
-		}
-		w.kickLogs()
+// heartbeatWait is how long the leader may hold a heartbeat: the whole
+// wait, or at most logFlushDelay when the call ships log lines (more are
+// likely to follow).
+func heartbeatWait(wait time.Duration, shipsLogs bool) time.Duration {
+	if shipsLogs {
+		return min(wait, logFlushDelay)
 	}
-}
-
-// kickLogs is kick for log lines: it spares a call that carries terminal
-// task reports, which the leader answers as soon as it committed them —
-// a job that logs all the time must not keep cutting off the commit of
-// its tasks' ends.
-func (w *Worker) kickLogs() {
-	select {
-	case w.kickCh <- struct{}{}:
-	default:
-	}
-	w.mu.Lock()
-	if w.unhold != nil && !w.reporting {
-		w.unhold()
-	}
-	w.mu.Unlock()
+	return wait
 }
 
 // heartbeat makes one heartbeat, which the leader may hold for up to wait
@@ -487,7 +460,6 @@ func (w *Worker) heartbeat(ctx context.Context, index uint64, wait time.Duration
 	defer cancel()
 	w.mu.Lock()
 	w.unhold = cancel
-	w.reporting = true // until the reports are known: spare the call
 	w.mu.Unlock()
 	defer func() {
 		w.mu.Lock()
@@ -495,14 +467,8 @@ func (w *Worker) heartbeat(ctx context.Context, index uint64, wait time.Duration
 		w.mu.Unlock()
 	}()
 	req := &eddyv1.HeartbeatRequest{WorkerId: w.cfg.ID, InstanceId: w.instance, Tasks: w.reports(),
-		StateIndex: index, WaitMs: uint32(wait.Milliseconds()), Logs: w.logs.take()}
-	reporting := false
-	for _, r := range req.Tasks {
-		reporting = reporting || terminalState(r.GetState())
-	}
-	w.mu.Lock()
-	w.reporting = reporting
-	w.mu.Unlock()
+		StateIndex: index, Logs: w.logs.take()}
+	req.WaitMs = uint32(heartbeatWait(wait, len(req.Logs) > 0).Milliseconds())
 	var resp *eddyv1.HeartbeatResponse
 	err := w.call(ctx, func(c eddyv1.ClusterClient) error {
 		var err error
@@ -573,11 +539,6 @@ func (w *Worker) reports() []*eddyv1.TaskReport {
 		}
 	}
 	return out
-}
-
-func terminalState(s eddyv1.TaskState) bool {
-	return s == eddyv1.TaskState_TASK_STATE_FINISHED || s == eddyv1.TaskState_TASK_STATE_FAILED ||
-		s == eddyv1.TaskState_TASK_STATE_CANCELED
 }
 
 func isClosed(ch chan struct{}) bool {
