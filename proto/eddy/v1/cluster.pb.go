@@ -350,8 +350,10 @@ type HeartbeatRequest struct {
 	// first, at most a bounded number of entries and bytes per heartbeat (the
 	// rest comes with the next ones). Lines the worker could not keep are
 	// replaced by one entry saying how many were dropped. The leader keeps
-	// them in memory for JobLogs; a worker may resend an entry (a retried
-	// call), which the leader recognises by its worker_seq.
+	// them in memory for JobLogs (read before the call is held); a worker may
+	// resend an entry (a retried call), which the leader recognises by its
+	// worker_seq. A worker that ships lines asks for a short wait_ms, so
+	// that the lines that follow go soon.
 	Logs          []*LogEntry `protobuf:"bytes,6,rep,name=logs,proto3" json:"logs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
