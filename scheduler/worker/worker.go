@@ -20,6 +20,12 @@
 // that a task never waits for the network. A trigger the deployment cannot
 // take is declined at once, so that the checkpoint fails fast.
 //
+// Task logs: each deployment's logger also keeps its Info-and-above lines
+// (the guest's output, which package host writes to the task's logger,
+// and the tasks' lifecycle) in a bounded per-task buffer (logs.go), which
+// heartbeats ship to the leader a bounded batch at a time, for `eddy job
+// logs`.
+//
 // The protocol is the one of proto/eddy/v1/cluster.proto: pull-based and
 // level-triggered. Every heartbeat reports every task the worker holds;
 // the answer lists what to start and what to cancel, and the worker
