@@ -61,8 +61,9 @@ type wasmOperator struct {
 func (w *wasmOperator) Open(ctx context.Context, info stream.TaskInfo) error {
 	st, _ := info.State.(state.Store) // nil for a node that is not keyed
 	inst, err := w.module.NewInstance(ctx, host.InstanceConfig{
-		Name:  fmt.Sprintf("%s/%s[%d]", info.Job, info.Node, info.Subtask),
-		State: st,
+		Name:   fmt.Sprintf("%s/%s[%d]", info.Job, info.Node, info.Subtask),
+		State:  st,
+		Logger: info.Logger,
 	})
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"strings"
 	"time"
@@ -66,6 +67,7 @@ type task struct {
 	outs [][]outlet
 
 	name        string
+	log         *slog.Logger // with job, task (name), task_id and subtask attributes; set by run
 	source      stream.Source
 	stages      []stage
 	mainOutputs []*output
@@ -117,7 +119,7 @@ func (t *task) info(v *vertex) stream.TaskInfo {
 		jobID = t.dep.JobID
 	}
 	info := stream.TaskInfo{Job: t.job.spec.Name, JobID: jobID, Node: v.node.Name, Subtask: t.subtask, Parallelism: v.parallelism, MaxParallelism: t.job.spec.MaxParallelism,
-		Checkpointing: t.cp != nil}
+		Checkpointing: t.cp != nil, Logger: t.log}
 	if t.restore != nil {
 		info.RestoredCheckpoint = t.restore.id
 	}
@@ -139,7 +141,8 @@ func (t *task) run(ctx context.Context) (err error) {
 	t.wm = math.MinInt64
 	t.maxTs = math.MinInt64
 	t.restoredWM = math.MinInt64
-	log := t.job.log.With("task", t.name)
+	log := t.job.log.With("task", t.name, "task_id", t.id, "subtask", t.subtask)
+	t.log = log
 	defer func() {
 		inputFailed := false
 		if t.input != nil {
@@ -163,6 +166,8 @@ func (t *task) run(ctx context.Context) (err error) {
 		}
 		if err != nil && (ctx.Err() == nil || inputFailed) {
 			log.Error("task failed", "err", err)
+		} else if err == nil {
+			log.Info("task finished")
 		}
 		if err != nil {
 			err = fmt.Errorf("task %s: %w", t.name, err)
@@ -189,6 +194,11 @@ func (t *task) run(ctx context.Context) (err error) {
 		t.uploads = startUploads(ctx, t)
 	}
 	t.metrics.setState(TaskRunning)
+	if t.restore != nil {
+		log.Info("task started", "restored_from_checkpoint", t.restore.id)
+	} else {
+		log.Info("task started")
+	}
 	for _, o := range t.chain.outputs {
 		if o.port == "" && o.from == t.chain.tail() {
 			t.mainOutputs = append(t.mainOutputs, o)

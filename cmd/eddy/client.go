@@ -258,6 +258,8 @@ const jobUsage = `usage:
   eddy job list [flags]              list jobs
   eddy job status [flags] ID         a job's state, tasks and checkpoints
   eddy job cancel [flags] ID         cancel a job
+  eddy job logs [flags] ID           its tasks' log lines: TIME TASK LEVEL [stream] message
+                                     (--follow: until the job ends; --since N: after the job's N-th line)
 `
 
 func cmdJob(args []string, stdout, stderr io.Writer) error {
@@ -328,6 +330,17 @@ func cmdJob(args []string, stdout, stderr io.Writer) error {
 		}
 		printStatus(stdout, resp)
 		return nil
+	case "logs":
+		var follow bool
+		var since uint64
+		fs.BoolVar(&follow, "follow", false, "print lines as they come, until the job ends or Ctrl-C")
+		fs.Uint64Var(&since, "since", 0, "print only the lines after the job's N-th (as the coordinator numbers them)")
+		_, done, err := connect(1, "job logs takes one job id")
+		if err != nil {
+			return err
+		}
+		defer done()
+		return jobLogs(c, cf, fs.Arg(0), since, follow, stdout)
 	case "cancel":
 		ctx, done, err := connect(1, "job cancel takes one job id")
 		if err != nil {

@@ -319,6 +319,14 @@ func TestCluster(t *testing.T) {
 		if !strings.Contains(st, " w1 ") || !strings.Contains(st, " w2 ") {
 			t.Errorf("tasks not spread over both workers:\n%s", st)
 		}
+		// Both workers shipped their tasks' lines to the leader, which any
+		// coordinator serves.
+		logs := c.eddyOK(t, "job logs", id).stdout
+		for _, task := range []string{"txns[0]", "txns[3]", "per_card[0]", "per_card[3]", "counts[0]", "counts[3]", "out[0]"} {
+			if !strings.Contains(logs, " "+task+" INFO task started\n") || !strings.Contains(logs, " "+task+" INFO task finished\n") {
+				t.Errorf("job logs lack the start or end of task %s:\n%s", task, logs)
+			}
+		}
 	})
 	t.Run("leader killed", func(t *testing.T) {
 		id, out := submit(t, 8000) // 5 s of input

@@ -98,12 +98,25 @@ func TestSavepointCLI(t *testing.T) {
 // extra args, waits until its worker is alive and returns a CLI against it.
 func standaloneCLI(t *testing.T, dir string, args ...string) func(args ...string) result {
 	t.Helper()
-	_, cli := standaloneProc(t, dir, args...)
+	_, _, cli := standaloneStart(t, dir, args...)
 	return cli
 }
 
 // standaloneProc is standaloneCLI that also returns the process.
 func standaloneProc(t *testing.T, dir string, args ...string) (*proc, func(args ...string) result) {
+	t.Helper()
+	p, _, cli := standaloneStart(t, dir, args...)
+	return p, cli
+}
+
+// standaloneAPI is standaloneCLI that also returns the API address.
+func standaloneAPI(t *testing.T, dir string, args ...string) (string, func(args ...string) result) {
+	t.Helper()
+	_, api, cli := standaloneStart(t, dir, args...)
+	return api, cli
+}
+
+func standaloneStart(t *testing.T, dir string, args ...string) (*proc, string, func(args ...string) result) {
 	t.Helper()
 	standalone := startProc(t, dir, "standalone", append([]string{"standalone", "--api", "127.0.0.1:0"}, args...)...)
 	api := standalone.addr(t, standaloneLine)
@@ -114,5 +127,5 @@ func standaloneProc(t *testing.T, dir string, args ...string) (*proc, func(args 
 	testkit.Eventually(t, 30*time.Second, "the standalone worker", func() bool {
 		return strings.Contains(cli("cluster", "info").stdout, "ALIVE")
 	})
-	return standalone, cli
+	return standalone, api, cli
 }

@@ -14,6 +14,7 @@ package stream
 
 import (
 	"context"
+	"log/slog"
 
 	"time"
 
@@ -161,6 +162,10 @@ type TaskInfo struct {
 	// RestoredCheckpoint is the checkpoint the task starts from, 0 when it
 	// starts from scratch.
 	RestoredCheckpoint int64
+	// Logger is the task's logger (with job and task attributes): a Wasm
+	// operator's guest output goes there, so that it is the task's log
+	// (what `eddy job logs` shows), not the process's. nil: slog.Default.
+	Logger *slog.Logger
 }
 
 // Source produces the records of one parallel instance of a source node.

@@ -107,6 +107,19 @@ func (s *clusterServer) Heartbeat(ctx context.Context, req *eddyv1.HeartbeatRequ
 	for i := range jobs {
 		byID[jobs[i].ID] = &jobs[i]
 	}
+	// Before the call may be held: the worker ships its lines with the
+	// call it has open.
+	c.logs.ingest(req.GetInstanceId(), req.GetLogs(), func(job string) bool { return byID[job] != nil })
+	poke := false
+	for _, r := range req.GetTasks() {
+		if byID[r.GetTask().GetJobId()] != nil {
+			c.logs.taskFailed(r, c.now())
+		}
+		poke = poke || terminalTask(r.GetState())
+	}
+	if poke {
+		c.logs.poke()
+	}
 	if cmds := reportCommands(wid, req.GetTasks(), byID); len(cmds) > 0 {
 		for _, cmd := range cmds {
 			if _, err := c.propose(ctx, cmd); err != nil {

@@ -71,6 +71,11 @@ func (s *controlServer) TriggerSavepoint(ctx context.Context, req *eddyv1.Trigge
 		func() *eddyv1.TriggerSavepointResponse { return new(eddyv1.TriggerSavepointResponse) }, s.c.triggerSavepoint)
 }
 
+func (s *controlServer) JobLogs(ctx context.Context, req *eddyv1.JobLogsRequest) (*eddyv1.JobLogsResponse, error) {
+	return serve(ctx, s.c, eddyv1.Control_JobLogs_FullMethodName, req,
+		func() *eddyv1.JobLogsResponse { return new(eddyv1.JobLogsResponse) }, s.c.jobLogs)
+}
+
 func (s *controlServer) Join(ctx context.Context, req *eddyv1.JoinRequest) (*eddyv1.JoinResponse, error) {
 	return serve(ctx, s.c, eddyv1.Control_Join_FullMethodName, req,
 		func() *eddyv1.JoinResponse { return new(eddyv1.JoinResponse) }, s.c.joinMember)

@@ -48,6 +48,8 @@ type Coordinator struct {
 	checkpointStorage string
 	cpMu              sync.Mutex
 	cpConfigs         map[string]checkpointConfigEntry // by job id
+	// logs holds the recent log lines of jobs while leading (JobLogs).
+	logs *logStore
 
 	ctx    context.Context // ends at Stop
 	cancel context.CancelFunc
@@ -108,6 +110,7 @@ func New(cfg Config, deps Deps) (*Coordinator, error) {
 		stores:            &storeCache{open: open, stores: map[string]storage.Store{}},
 		checkpointStorage: defaultStorage,
 		cpConfigs:         map[string]checkpointConfigEntry{},
+		logs:              newLogStore(),
 		ctx:               ctx,
 		cancel:            cancel,
 		termChanged:       make(chan struct{}),

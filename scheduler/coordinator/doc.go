@@ -59,6 +59,15 @@
 // and complete each checkpoint id once); send each task's checkpoint
 // acknowledgement with AckCheckpoint.
 //
+// # Job logs
+//
+// Workers ship their tasks' log lines with their heartbeats; the leader
+// keeps a bounded ring per job in memory only (logs.go: not in the FSM, so
+// a leader change loses them), adds a line for each failed task report the
+// worker's lines do not already explain, and serves them with JobLogs,
+// a long poll, to the job's tenant only (found by tenant first, as for
+// JobStatus).
+//
 // The package does not run tasks or parse Wasm: the caller injects a
 // ModuleStore, a Validator and a Planner (Deps). It reads and writes
 // checkpoint storage (package storage) only for checkpoint manifests,

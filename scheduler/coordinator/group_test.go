@@ -63,6 +63,14 @@ func TestThreeCoordinators(t *testing.T) {
 		t.Fatal("the worker reached the leader without a redirect")
 	}
 	deploymentsBefore, _, _, _, _ := w.stats()
+	// Job logs through a follower: the leader's lines, by tenant.
+	shipLogs(t, c1, w, &eddyv1.LogEntry{WorkerSeq: 1, JobId: job, Attempt: 1, Task: "t0", Level: "INFO", Message: "before failover"})
+	before, err := f2.JobLogs(ctx, &eddyv1.JobLogsRequest{JobId: job})
+	if err != nil || len(before.GetLines()) != 1 || before.GetLines()[0].GetEntry().GetMessage() != "before failover" {
+		t.Fatalf("logs through a follower: %v, %v", before, err)
+	}
+	_, err = f2.JobLogs(ctx, &eddyv1.JobLogsRequest{Tenant: "other", JobId: job})
+	wantCode(t, err, codes.NotFound, `tenant "other" not found`)
 
 	// The leader goes away.
 	stopped := time.Now()
@@ -108,6 +116,18 @@ func TestThreeCoordinators(t *testing.T) {
 		if ts.GetState() != running || ts.GetWorkerId() != "w1" || ts.GetMetrics().GetRecordsIn() == 0 {
 			t.Fatalf("task after failover: %v", ts)
 		}
+	}
+	// The old leader's lines are gone (they live in its memory only); the
+	// new leader numbers its own from 1 in an epoch of its own, and a
+	// client that follows with the old leader's next_seq and epoch gets
+	// them from the oldest.
+	if got := logLines(t, fc, "", job, 0); len(got) != 0 {
+		t.Fatalf("logs after failover: %q", got)
+	}
+	shipLogs(t, leader, w, &eddyv1.LogEntry{WorkerSeq: 2, JobId: job, Attempt: 1, Task: "t0", Level: "INFO", Message: "after failover"})
+	after, err := fc.JobLogs(callCtx(t), &eddyv1.JobLogsRequest{JobId: job, AfterSeq: before.GetNextSeq(), Epoch: before.GetEpoch()})
+	if err != nil || len(after.GetLines()) != 1 || after.GetLines()[0].GetEntry().GetMessage() != "after failover" || after.GetEpoch() == before.GetEpoch() {
+		t.Fatalf("logs after failover, after the old leader's next_seq: %v, %v", after, err)
 	}
 	deployments, notFound, _, _, cancels := w.stats()
 	if deployments != deploymentsBefore || notFound != 0 || len(cancels) != 0 || w.holds(job, 1, running) != 2 {

@@ -20,6 +20,12 @@
 // that a task never waits for the network. A trigger the deployment cannot
 // take is declined at once, so that the checkpoint fails fast.
 //
+// Task logs: each deployment's logger also keeps its Info-and-above lines
+// (the guest's output, which package host writes to the task's logger,
+// and the tasks' lifecycle) in a bounded per-task buffer (logs.go), which
+// heartbeats ship to the leader a bounded batch at a time, for `eddy job
+// logs`.
+//
 // The protocol is the one of proto/eddy/v1/cluster.proto: pull-based and
 // level-triggered. Every heartbeat reports every task the worker holds;
 // the answer lists what to start and what to cancel, and the worker
@@ -83,12 +89,15 @@ type Config struct {
 	// requires a peer certificate of the cluster CA, and it dials the
 	// coordinators and other workers' Exchange with them.
 	TLS *rpc.Credentials
+	// Logs bounds the task log lines kept for the leader (zero: the
+	// defaults).
+	Logs LogLimits
 }
 
 // DefaultConfig returns a configuration with every default filled in,
 // except Coordinators and Job.
 func DefaultConfig() Config {
-	return Config{DataAddr: "127.0.0.1:0", Slots: 4, Logger: slog.Default(), Version: "dev"}
+	return Config{DataAddr: "127.0.0.1:0", Slots: 4, Logger: slog.Default(), Version: "dev", Logs: DefaultLogLimits()}
 }
 
 // Validate checks c.
@@ -103,7 +112,7 @@ func (c *Config) Validate() error {
 	case c.Job.Connectors == nil:
 		return errors.New("worker: Job.Connectors is required")
 	}
-	return nil
+	return c.Logs.Validate()
 }
 
 // Worker is one running worker process.
@@ -138,6 +147,8 @@ type Worker struct {
 	// closed when the goroutine sending them returned.
 	acks    chan *eddyv1.AckCheckpointRequest
 	ackDone chan struct{}
+	// logs holds the task log lines not yet shipped with a heartbeat.
+	logs *logBuffer
 }
 
 type jobAttempt struct {
@@ -176,6 +187,9 @@ func New(cfg Config) (*Worker, error) {
 	if cfg.DataAddr == "" {
 		cfg.DataAddr = "127.0.0.1:0"
 	}
+	if cfg.Logs == (LogLimits{}) {
+		cfg.Logs = DefaultLogLimits()
+	}
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -193,6 +207,7 @@ func New(cfg Config) (*Worker, error) {
 		kickCh:   make(chan struct{}, 1),
 		acks:     make(chan *eddyv1.AckCheckpointRequest, maxQueuedAcks),
 		ackDone:  make(chan struct{}),
+		logs:     newLogBuffer(cfg.Logs),
 	}
 	if w.cfg.OpenStorage == nil {
 		w.cfg.OpenStorage = openStorage
@@ -443,6 +458,23 @@ func (w *Worker) kick() {
 	w.mu.Unlock()
 }
 
+// logFlushDelay bounds how long the leader may hold a heartbeat that
+// ships log lines, so that while a job logs, its lines reach the leader
+// within about this long (and it costs at most a few heartbeats a second).
+// A held call is not cut short for a new line: a worker that kept
+// canceling its calls would never see one answered (see RATIONALE.md).
+const logFlushDelay = 200 * time.Millisecond
+
+// heartbeatWait is how long the leader may hold a heartbeat: the whole
+// wait, or at most logFlushDelay when the call ships log lines (more are
+// likely to follow).
+func heartbeatWait(wait time.Duration, shipsLogs bool) time.Duration {
+	if shipsLogs {
+		return min(wait, logFlushDelay)
+	}
+	return wait
+}
+
 // heartbeat makes one heartbeat, which the leader may hold for up to wait
 // while its state is at index.
 func (w *Worker) heartbeat(ctx context.Context, index uint64, wait time.Duration) (*eddyv1.HeartbeatResponse, error) {
@@ -459,13 +491,19 @@ func (w *Worker) heartbeat(ctx context.Context, index uint64, wait time.Duration
 		w.mu.Unlock()
 	}()
 	req := &eddyv1.HeartbeatRequest{WorkerId: w.cfg.ID, InstanceId: w.instance, Tasks: w.reports(),
-		StateIndex: index, WaitMs: uint32(wait.Milliseconds())}
+		StateIndex: index, Logs: w.logs.take()}
+	req.WaitMs = uint32(heartbeatWait(wait, len(req.Logs) > 0).Milliseconds())
 	var resp *eddyv1.HeartbeatResponse
 	err := w.call(ctx, func(c eddyv1.ClusterClient) error {
 		var err error
 		resp, err = c.Heartbeat(ctx, req)
 		return err
 	})
+	if err != nil {
+		// The leader may have read them before the call failed (a kick
+		// cancels a held call): it drops what it has by worker_seq.
+		w.logs.putBack(req.Logs)
+	}
 	return resp, err
 }
 
@@ -711,12 +749,16 @@ func (w *Worker) deploy(ctx context.Context, d *eddyv1.Deployment) {
 	w.mu.Lock()
 	w.jobs[key] = r
 	w.mu.Unlock()
-	log := w.log.With("job", d.GetJobId(), "attempt", d.GetAttempt())
+	// log's lines are the tenant's too (eddy job logs); opLog's only the
+	// worker's: a deployment's failure is each task's, which the leader
+	// logs for the tenant from the task reports.
+	opLog := w.log.With("job", d.GetJobId(), "attempt", d.GetAttempt())
+	log := slog.New(&taskLogHandler{next: opLog.Handler(), buf: w.logs, job: d.GetJobId(), attempt: d.GetAttempt()})
 	log.Info("deploying", "tasks", d.GetTaskIds())
 
 	job, dep, err := w.build(jctx, d, log)
 	if err != nil {
-		log.Error("deployment failed to start", "err", err)
+		opLog.Error("deployment failed to start", "err", err)
 		w.mu.Lock()
 		r.startErr = err
 		w.mu.Unlock()
@@ -746,7 +788,7 @@ func (w *Worker) deploy(ctx context.Context, d *eddyv1.Deployment) {
 		close(r.done)
 		cancel()
 		if err != nil && !canceled {
-			log.Error("deployment failed", "err", err)
+			opLog.Error("deployment failed", "err", err)
 		} else {
 			log.Info("deployment ended")
 		}

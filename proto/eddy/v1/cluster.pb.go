@@ -457,8 +457,17 @@ type HeartbeatRequest struct {
 	// cancels a held call when it has something new to report (a task
 	// reached a terminal state) and calls again. The leader holds an answer
 	// for at most its heartbeat interval.
-	StateIndex    uint64 `protobuf:"varint,4,opt,name=state_index,json=stateIndex,proto3" json:"state_index,omitempty"`
-	WaitMs        uint32 `protobuf:"varint,5,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
+	StateIndex uint64 `protobuf:"varint,4,opt,name=state_index,json=stateIndex,proto3" json:"state_index,omitempty"`
+	WaitMs     uint32 `protobuf:"varint,5,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
+	// Log lines of the worker's tasks since the previous heartbeat, oldest
+	// first, at most a bounded number of entries and bytes per heartbeat (the
+	// rest comes with the next ones). Lines the worker could not keep are
+	// replaced by one entry saying how many were dropped. The leader keeps
+	// them in memory for JobLogs (read before the call is held); a worker may
+	// resend an entry (a retried call), which the leader recognises by its
+	// worker_seq. A worker that ships lines asks for a short wait_ms, so
+	// that the lines that follow go soon.
+	Logs          []*LogEntry `protobuf:"bytes,6,rep,name=logs,proto3" json:"logs,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -526,6 +535,13 @@ func (x *HeartbeatRequest) GetWaitMs() uint32 {
 		return x.WaitMs
 	}
 	return 0
+}
+
+func (x *HeartbeatRequest) GetLogs() []*LogEntry {
+	if x != nil {
+		return x.Logs
+	}
+	return nil
 }
 
 // ModuleRef is a module reference of a job spec pinned to one version at
@@ -1385,7 +1401,7 @@ const file_eddy_v1_cluster_proto_rawDesc = "" +
 	"\x05state\x18\x02 \x01(\x0e2\x12.eddy.v1.TaskStateR\x05state\x12.\n" +
 	"\ametrics\x18\x03 \x01(\v2\x14.eddy.v1.TaskMetricsR\ametrics\x12\x14\n" +
 	"\x05error\x18\x04 \x01(\tR\x05error\x12:\n" +
-	"\x19failed_restore_checkpoint\x18\x05 \x01(\x04R\x17failedRestoreCheckpoint\"\xb5\x01\n" +
+	"\x19failed_restore_checkpoint\x18\x05 \x01(\x04R\x17failedRestoreCheckpoint\"\xdc\x01\n" +
 	"\x10HeartbeatRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x1f\n" +
 	"\vinstance_id\x18\x02 \x01(\tR\n" +
@@ -1393,7 +1409,8 @@ const file_eddy_v1_cluster_proto_rawDesc = "" +
 	"\x05tasks\x18\x03 \x03(\v2\x13.eddy.v1.TaskReportR\x05tasks\x12\x1f\n" +
 	"\vstate_index\x18\x04 \x01(\x04R\n" +
 	"stateIndex\x12\x17\n" +
-	"\await_ms\x18\x05 \x01(\rR\x06waitMs\"c\n" +
+	"\await_ms\x18\x05 \x01(\rR\x06waitMs\x12%\n" +
+	"\x04logs\x18\x06 \x03(\v2\x11.eddy.v1.LogEntryR\x04logs\"c\n" +
 	"\tModuleRef\x12\x10\n" +
 	"\x03ref\x18\x01 \x01(\tR\x03ref\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
@@ -1504,35 +1521,37 @@ var file_eddy_v1_cluster_proto_goTypes = []any{
 	(*AckCheckpointResponse)(nil),  // 15: eddy.v1.AckCheckpointResponse
 	(TaskState)(0),                 // 16: eddy.v1.TaskState
 	(*TaskMetrics)(nil),            // 17: eddy.v1.TaskMetrics
-	(CheckpointKind)(0),            // 18: eddy.v1.CheckpointKind
+	(*LogEntry)(nil),               // 18: eddy.v1.LogEntry
+	(CheckpointKind)(0),            // 19: eddy.v1.CheckpointKind
 }
 var file_eddy_v1_cluster_proto_depIdxs = []int32{
 	4,  // 0: eddy.v1.TaskReport.task:type_name -> eddy.v1.TaskRef
 	16, // 1: eddy.v1.TaskReport.state:type_name -> eddy.v1.TaskState
 	17, // 2: eddy.v1.TaskReport.metrics:type_name -> eddy.v1.TaskMetrics
 	5,  // 3: eddy.v1.HeartbeatRequest.tasks:type_name -> eddy.v1.TaskReport
-	7,  // 4: eddy.v1.Deployment.modules:type_name -> eddy.v1.ModuleRef
-	8,  // 5: eddy.v1.Deployment.placements:type_name -> eddy.v1.TaskPlacement
-	10, // 6: eddy.v1.Deployment.limits:type_name -> eddy.v1.TaskLimits
-	18, // 7: eddy.v1.CheckpointTrigger.kind:type_name -> eddy.v1.CheckpointKind
-	9,  // 8: eddy.v1.HeartbeatResponse.deployments:type_name -> eddy.v1.Deployment
-	4,  // 9: eddy.v1.HeartbeatResponse.cancel_tasks:type_name -> eddy.v1.TaskRef
-	4,  // 10: eddy.v1.HeartbeatResponse.released:type_name -> eddy.v1.TaskRef
-	11, // 11: eddy.v1.HeartbeatResponse.trigger_checkpoints:type_name -> eddy.v1.CheckpointTrigger
-	12, // 12: eddy.v1.HeartbeatResponse.completed_checkpoints:type_name -> eddy.v1.CheckpointCompletion
-	2,  // 13: eddy.v1.Cluster.RegisterWorker:input_type -> eddy.v1.RegisterWorkerRequest
-	6,  // 14: eddy.v1.Cluster.Heartbeat:input_type -> eddy.v1.HeartbeatRequest
-	14, // 15: eddy.v1.Cluster.AckCheckpoint:input_type -> eddy.v1.AckCheckpointRequest
-	0,  // 16: eddy.v1.Cluster.FetchModule:input_type -> eddy.v1.FetchModuleRequest
-	3,  // 17: eddy.v1.Cluster.RegisterWorker:output_type -> eddy.v1.RegisterWorkerResponse
-	13, // 18: eddy.v1.Cluster.Heartbeat:output_type -> eddy.v1.HeartbeatResponse
-	15, // 19: eddy.v1.Cluster.AckCheckpoint:output_type -> eddy.v1.AckCheckpointResponse
-	1,  // 20: eddy.v1.Cluster.FetchModule:output_type -> eddy.v1.FetchModuleResponse
-	17, // [17:21] is the sub-list for method output_type
-	13, // [13:17] is the sub-list for method input_type
-	13, // [13:13] is the sub-list for extension type_name
-	13, // [13:13] is the sub-list for extension extendee
-	0,  // [0:13] is the sub-list for field type_name
+	18, // 4: eddy.v1.HeartbeatRequest.logs:type_name -> eddy.v1.LogEntry
+	7,  // 5: eddy.v1.Deployment.modules:type_name -> eddy.v1.ModuleRef
+	8,  // 6: eddy.v1.Deployment.placements:type_name -> eddy.v1.TaskPlacement
+	10, // 7: eddy.v1.Deployment.limits:type_name -> eddy.v1.TaskLimits
+	19, // 8: eddy.v1.CheckpointTrigger.kind:type_name -> eddy.v1.CheckpointKind
+	9,  // 9: eddy.v1.HeartbeatResponse.deployments:type_name -> eddy.v1.Deployment
+	4,  // 10: eddy.v1.HeartbeatResponse.cancel_tasks:type_name -> eddy.v1.TaskRef
+	4,  // 11: eddy.v1.HeartbeatResponse.released:type_name -> eddy.v1.TaskRef
+	11, // 12: eddy.v1.HeartbeatResponse.trigger_checkpoints:type_name -> eddy.v1.CheckpointTrigger
+	12, // 13: eddy.v1.HeartbeatResponse.completed_checkpoints:type_name -> eddy.v1.CheckpointCompletion
+	2,  // 14: eddy.v1.Cluster.RegisterWorker:input_type -> eddy.v1.RegisterWorkerRequest
+	6,  // 15: eddy.v1.Cluster.Heartbeat:input_type -> eddy.v1.HeartbeatRequest
+	14, // 16: eddy.v1.Cluster.AckCheckpoint:input_type -> eddy.v1.AckCheckpointRequest
+	0,  // 17: eddy.v1.Cluster.FetchModule:input_type -> eddy.v1.FetchModuleRequest
+	3,  // 18: eddy.v1.Cluster.RegisterWorker:output_type -> eddy.v1.RegisterWorkerResponse
+	13, // 19: eddy.v1.Cluster.Heartbeat:output_type -> eddy.v1.HeartbeatResponse
+	15, // 20: eddy.v1.Cluster.AckCheckpoint:output_type -> eddy.v1.AckCheckpointResponse
+	1,  // 21: eddy.v1.Cluster.FetchModule:output_type -> eddy.v1.FetchModuleResponse
+	18, // [18:22] is the sub-list for method output_type
+	14, // [14:18] is the sub-list for method input_type
+	14, // [14:14] is the sub-list for extension type_name
+	14, // [14:14] is the sub-list for extension extendee
+	0,  // [0:14] is the sub-list for field type_name
 }
 
 func init() { file_eddy_v1_cluster_proto_init() }

@@ -409,6 +409,128 @@ func (x *NotLeader) GetLeaderAddress() string {
 	return ""
 }
 
+// LogEntry is one line of a task's log: a line of guest output (the
+// eddy.log import, stdout, stderr) or a line of the task's life (started,
+// restored, finished, failed). Workers ship them to the leader with their
+// heartbeats; JobLogs returns them to the job's tenant.
+type LogEntry struct {
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	TimeUnixMs int64                  `protobuf:"varint,1,opt,name=time_unix_ms,json=timeUnixMs,proto3" json:"time_unix_ms,omitempty"`
+	JobId      string                 `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Attempt    uint32                 `protobuf:"varint,3,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// The task's id, as JobStatus names it ("enrich[1]": the chain's head
+	// node and the subtask); empty for a line of the whole deployment.
+	Task    string `protobuf:"bytes,4,opt,name=task,proto3" json:"task,omitempty"`
+	Subtask uint32 `protobuf:"varint,5,opt,name=subtask,proto3" json:"subtask,omitempty"`
+	// DEBUG, INFO, WARN or ERROR.
+	Level string `protobuf:"bytes,6,opt,name=level,proto3" json:"level,omitempty"`
+	// "log", "stdout" or "stderr" for guest output; empty for the task's
+	// own lines.
+	Stream string `protobuf:"bytes,7,opt,name=stream,proto3" json:"stream,omitempty"`
+	// One line, at most a bounded number of bytes (longer ones are cut and
+	// end with "…").
+	Message string `protobuf:"bytes,8,opt,name=message,proto3" json:"message,omitempty"`
+	// Set by the worker: increases by one per entry of a worker instance,
+	// so that the leader drops an entry it already has (a heartbeat
+	// retried after the leader read it).
+	WorkerSeq     uint64 `protobuf:"varint,9,opt,name=worker_seq,json=workerSeq,proto3" json:"worker_seq,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *LogEntry) Reset() {
+	*x = LogEntry{}
+	mi := &file_eddy_v1_common_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *LogEntry) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*LogEntry) ProtoMessage() {}
+
+func (x *LogEntry) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_common_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use LogEntry.ProtoReflect.Descriptor instead.
+func (*LogEntry) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_common_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *LogEntry) GetTimeUnixMs() int64 {
+	if x != nil {
+		return x.TimeUnixMs
+	}
+	return 0
+}
+
+func (x *LogEntry) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *LogEntry) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *LogEntry) GetTask() string {
+	if x != nil {
+		return x.Task
+	}
+	return ""
+}
+
+func (x *LogEntry) GetSubtask() uint32 {
+	if x != nil {
+		return x.Subtask
+	}
+	return 0
+}
+
+func (x *LogEntry) GetLevel() string {
+	if x != nil {
+		return x.Level
+	}
+	return ""
+}
+
+func (x *LogEntry) GetStream() string {
+	if x != nil {
+		return x.Stream
+	}
+	return ""
+}
+
+func (x *LogEntry) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
+func (x *LogEntry) GetWorkerSeq() uint64 {
+	if x != nil {
+		return x.WorkerSeq
+	}
+	return 0
+}
+
 var File_eddy_v1_common_proto protoreflect.FileDescriptor
 
 const file_eddy_v1_common_proto_rawDesc = "" +
@@ -427,7 +549,19 @@ const file_eddy_v1_common_proto_rawDesc = "" +
 	"\x10_pending_records\"O\n" +
 	"\tNotLeader\x12\x1b\n" +
 	"\tleader_id\x18\x01 \x01(\tR\bleaderId\x12%\n" +
-	"\x0eleader_address\x18\x02 \x01(\tR\rleaderAddress*\xef\x01\n" +
+	"\x0eleader_address\x18\x02 \x01(\tR\rleaderAddress\"\xf2\x01\n" +
+	"\bLogEntry\x12 \n" +
+	"\ftime_unix_ms\x18\x01 \x01(\x03R\n" +
+	"timeUnixMs\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x18\n" +
+	"\aattempt\x18\x03 \x01(\rR\aattempt\x12\x12\n" +
+	"\x04task\x18\x04 \x01(\tR\x04task\x12\x18\n" +
+	"\asubtask\x18\x05 \x01(\rR\asubtask\x12\x14\n" +
+	"\x05level\x18\x06 \x01(\tR\x05level\x12\x16\n" +
+	"\x06stream\x18\a \x01(\tR\x06stream\x12\x18\n" +
+	"\amessage\x18\b \x01(\tR\amessage\x12\x1d\n" +
+	"\n" +
+	"worker_seq\x18\t \x01(\x04R\tworkerSeq*\xef\x01\n" +
 	"\bJobState\x12\x19\n" +
 	"\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x1f\n" +
 	"\x1bJOB_STATE_WAITING_FOR_SLOTS\x10\x01\x12\x17\n" +
@@ -465,13 +599,14 @@ func file_eddy_v1_common_proto_rawDescGZIP() []byte {
 }
 
 var file_eddy_v1_common_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_eddy_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 2)
+var file_eddy_v1_common_proto_msgTypes = make([]protoimpl.MessageInfo, 3)
 var file_eddy_v1_common_proto_goTypes = []any{
 	(JobState)(0),       // 0: eddy.v1.JobState
 	(TaskState)(0),      // 1: eddy.v1.TaskState
 	(CheckpointKind)(0), // 2: eddy.v1.CheckpointKind
 	(*TaskMetrics)(nil), // 3: eddy.v1.TaskMetrics
 	(*NotLeader)(nil),   // 4: eddy.v1.NotLeader
+	(*LogEntry)(nil),    // 5: eddy.v1.LogEntry
 }
 var file_eddy_v1_common_proto_depIdxs = []int32{
 	0, // [0:0] is the sub-list for method output_type
@@ -493,7 +628,7 @@ func file_eddy_v1_common_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_eddy_v1_common_proto_rawDesc), len(file_eddy_v1_common_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   2,
+			NumMessages:   3,
 			NumExtensions: 0,
 			NumServices:   0,
 		},

@@ -2634,6 +2634,239 @@ func (x *JobStatusResponse) GetCheckpoints() []*CheckpointInfo {
 	return nil
 }
 
+type JobLogsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Must be the job's tenant (empty: "default"); another tenant's job is
+	// NOT_FOUND.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	JobId  string `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// Return lines with a seq greater than this (0: from the oldest kept),
+	// in the numbering named by epoch.
+	AfterSeq uint64 `protobuf:"varint,3,opt,name=after_seq,json=afterSeq,proto3" json:"after_seq,omitempty"`
+	// At most this many lines (0: 1000; at most 10000).
+	Limit uint32 `protobuf:"varint,4,opt,name=limit,proto3" json:"limit,omitempty"`
+	// Long poll: wait up to this long for a line after after_seq (0: answer
+	// at once).
+	WaitMs uint32 `protobuf:"varint,5,opt,name=wait_ms,json=waitMs,proto3" json:"wait_ms,omitempty"`
+	// The epoch of the answer after_seq comes from (0: none yet). A leader
+	// whose numbering is another (a leader change) reads from the oldest
+	// line it holds instead, as it does for an after_seq beyond what it
+	// numbered.
+	Epoch         uint64 `protobuf:"varint,6,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobLogsRequest) Reset() {
+	*x = JobLogsRequest{}
+	mi := &file_eddy_v1_control_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobLogsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobLogsRequest) ProtoMessage() {}
+
+func (x *JobLogsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobLogsRequest.ProtoReflect.Descriptor instead.
+func (*JobLogsRequest) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *JobLogsRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *JobLogsRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *JobLogsRequest) GetAfterSeq() uint64 {
+	if x != nil {
+		return x.AfterSeq
+	}
+	return 0
+}
+
+func (x *JobLogsRequest) GetLimit() uint32 {
+	if x != nil {
+		return x.Limit
+	}
+	return 0
+}
+
+func (x *JobLogsRequest) GetWaitMs() uint32 {
+	if x != nil {
+		return x.WaitMs
+	}
+	return 0
+}
+
+func (x *JobLogsRequest) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
+// JobLogLine is one log line of a job, numbered by the leader.
+type JobLogLine struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Increases by one per line of the job on this leader.
+	Seq           uint64    `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	Entry         *LogEntry `protobuf:"bytes,2,opt,name=entry,proto3" json:"entry,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobLogLine) Reset() {
+	*x = JobLogLine{}
+	mi := &file_eddy_v1_control_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobLogLine) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobLogLine) ProtoMessage() {}
+
+func (x *JobLogLine) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobLogLine.ProtoReflect.Descriptor instead.
+func (*JobLogLine) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *JobLogLine) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *JobLogLine) GetEntry() *LogEntry {
+	if x != nil {
+		return x.Entry
+	}
+	return nil
+}
+
+type JobLogsResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Oldest first.
+	Lines []*JobLogLine `protobuf:"bytes,1,rep,name=lines,proto3" json:"lines,omitempty"`
+	// The seq to give as after_seq next time.
+	NextSeq uint64 `protobuf:"varint,2,opt,name=next_seq,json=nextSeq,proto3" json:"next_seq,omitempty"`
+	// The lowest seq the leader still holds (0: none): lines between the
+	// request's after_seq and it were dropped by the leader's bound.
+	FirstSeq uint64 `protobuf:"varint,3,opt,name=first_seq,json=firstSeq,proto3" json:"first_seq,omitempty"`
+	// The job's state when the answer was made. A client that follows stops
+	// once it is terminal and an answer brought no more lines.
+	State JobState `protobuf:"varint,4,opt,name=state,proto3,enum=eddy.v1.JobState" json:"state,omitempty"`
+	// Names the leader's numbering of seq (random, new when a coordinator
+	// process starts): give it back with next_seq.
+	Epoch         uint64 `protobuf:"varint,5,opt,name=epoch,proto3" json:"epoch,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobLogsResponse) Reset() {
+	*x = JobLogsResponse{}
+	mi := &file_eddy_v1_control_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobLogsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobLogsResponse) ProtoMessage() {}
+
+func (x *JobLogsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobLogsResponse.ProtoReflect.Descriptor instead.
+func (*JobLogsResponse) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *JobLogsResponse) GetLines() []*JobLogLine {
+	if x != nil {
+		return x.Lines
+	}
+	return nil
+}
+
+func (x *JobLogsResponse) GetNextSeq() uint64 {
+	if x != nil {
+		return x.NextSeq
+	}
+	return 0
+}
+
+func (x *JobLogsResponse) GetFirstSeq() uint64 {
+	if x != nil {
+		return x.FirstSeq
+	}
+	return 0
+}
+
+func (x *JobLogsResponse) GetState() JobState {
+	if x != nil {
+		return x.State
+	}
+	return JobState_JOB_STATE_UNSPECIFIED
+}
+
+func (x *JobLogsResponse) GetEpoch() uint64 {
+	if x != nil {
+		return x.Epoch
+	}
+	return 0
+}
+
 type CancelJobRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Tenant        string                 `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
@@ -2644,7 +2877,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[39]
+	mi := &file_eddy_v1_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2656,7 +2889,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[39]
+	mi := &file_eddy_v1_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2669,7 +2902,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{39}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *CancelJobRequest) GetTenant() string {
@@ -2696,7 +2929,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[40]
+	mi := &file_eddy_v1_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2708,7 +2941,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[40]
+	mi := &file_eddy_v1_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2721,7 +2954,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{40}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *CancelJobResponse) GetState() JobState {
@@ -2743,7 +2976,7 @@ type TriggerSavepointRequest struct {
 
 func (x *TriggerSavepointRequest) Reset() {
 	*x = TriggerSavepointRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[41]
+	mi := &file_eddy_v1_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2755,7 +2988,7 @@ func (x *TriggerSavepointRequest) String() string {
 func (*TriggerSavepointRequest) ProtoMessage() {}
 
 func (x *TriggerSavepointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[41]
+	mi := &file_eddy_v1_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2768,7 +3001,7 @@ func (x *TriggerSavepointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerSavepointRequest.ProtoReflect.Descriptor instead.
 func (*TriggerSavepointRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{41}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *TriggerSavepointRequest) GetTenant() string {
@@ -2806,7 +3039,7 @@ type TriggerSavepointResponse struct {
 
 func (x *TriggerSavepointResponse) Reset() {
 	*x = TriggerSavepointResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[42]
+	mi := &file_eddy_v1_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2818,7 +3051,7 @@ func (x *TriggerSavepointResponse) String() string {
 func (*TriggerSavepointResponse) ProtoMessage() {}
 
 func (x *TriggerSavepointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[42]
+	mi := &file_eddy_v1_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2831,7 +3064,7 @@ func (x *TriggerSavepointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerSavepointResponse.ProtoReflect.Descriptor instead.
 func (*TriggerSavepointResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{42}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *TriggerSavepointResponse) GetPath() string {
@@ -2871,7 +3104,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[43]
+	mi := &file_eddy_v1_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2883,7 +3116,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[43]
+	mi := &file_eddy_v1_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2896,7 +3129,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{43}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *JoinRequest) GetNodeId() string {
@@ -2928,7 +3161,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[44]
+	mi := &file_eddy_v1_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2940,7 +3173,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[44]
+	mi := &file_eddy_v1_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2953,7 +3186,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{44}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{47}
 }
 
 type LeaveRequest struct {
@@ -2965,7 +3198,7 @@ type LeaveRequest struct {
 
 func (x *LeaveRequest) Reset() {
 	*x = LeaveRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[45]
+	mi := &file_eddy_v1_control_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2977,7 +3210,7 @@ func (x *LeaveRequest) String() string {
 func (*LeaveRequest) ProtoMessage() {}
 
 func (x *LeaveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[45]
+	mi := &file_eddy_v1_control_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2990,7 +3223,7 @@ func (x *LeaveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveRequest.ProtoReflect.Descriptor instead.
 func (*LeaveRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{45}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *LeaveRequest) GetNodeId() string {
@@ -3008,7 +3241,7 @@ type LeaveResponse struct {
 
 func (x *LeaveResponse) Reset() {
 	*x = LeaveResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[46]
+	mi := &file_eddy_v1_control_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3020,7 +3253,7 @@ func (x *LeaveResponse) String() string {
 func (*LeaveResponse) ProtoMessage() {}
 
 func (x *LeaveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[46]
+	mi := &file_eddy_v1_control_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3033,7 +3266,7 @@ func (x *LeaveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveResponse.ProtoReflect.Descriptor instead.
 func (*LeaveResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{46}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{49}
 }
 
 type ClusterInfoRequest struct {
@@ -3044,7 +3277,7 @@ type ClusterInfoRequest struct {
 
 func (x *ClusterInfoRequest) Reset() {
 	*x = ClusterInfoRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[47]
+	mi := &file_eddy_v1_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3056,7 +3289,7 @@ func (x *ClusterInfoRequest) String() string {
 func (*ClusterInfoRequest) ProtoMessage() {}
 
 func (x *ClusterInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[47]
+	mi := &file_eddy_v1_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3069,7 +3302,7 @@ func (x *ClusterInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterInfoRequest.ProtoReflect.Descriptor instead.
 func (*ClusterInfoRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{47}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{50}
 }
 
 type CoordinatorInfo struct {
@@ -3085,7 +3318,7 @@ type CoordinatorInfo struct {
 
 func (x *CoordinatorInfo) Reset() {
 	*x = CoordinatorInfo{}
-	mi := &file_eddy_v1_control_proto_msgTypes[48]
+	mi := &file_eddy_v1_control_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3097,7 +3330,7 @@ func (x *CoordinatorInfo) String() string {
 func (*CoordinatorInfo) ProtoMessage() {}
 
 func (x *CoordinatorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[48]
+	mi := &file_eddy_v1_control_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3110,7 +3343,7 @@ func (x *CoordinatorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordinatorInfo.ProtoReflect.Descriptor instead.
 func (*CoordinatorInfo) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{48}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *CoordinatorInfo) GetNodeId() string {
@@ -3162,7 +3395,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_eddy_v1_control_proto_msgTypes[49]
+	mi := &file_eddy_v1_control_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3174,7 +3407,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[49]
+	mi := &file_eddy_v1_control_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3187,7 +3420,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{49}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *WorkerInfo) GetWorkerId() string {
@@ -3243,7 +3476,7 @@ type ClusterInfoResponse struct {
 
 func (x *ClusterInfoResponse) Reset() {
 	*x = ClusterInfoResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[50]
+	mi := &file_eddy_v1_control_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3255,7 +3488,7 @@ func (x *ClusterInfoResponse) String() string {
 func (*ClusterInfoResponse) ProtoMessage() {}
 
 func (x *ClusterInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[50]
+	mi := &file_eddy_v1_control_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3268,7 +3501,7 @@ func (x *ClusterInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterInfoResponse.ProtoReflect.Descriptor instead.
 func (*ClusterInfoResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{50}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *ClusterInfoResponse) GetLeaderId() string {
@@ -3477,7 +3710,24 @@ const file_eddy_v1_control_proto_rawDesc = "" +
 	"\x11JobStatusResponse\x12%\n" +
 	"\x03job\x18\x01 \x01(\v2\x13.eddy.v1.JobSummaryR\x03job\x12)\n" +
 	"\x05tasks\x18\x02 \x03(\v2\x13.eddy.v1.TaskStatusR\x05tasks\x129\n" +
-	"\vcheckpoints\x18\x03 \x03(\v2\x17.eddy.v1.CheckpointInfoR\vcheckpoints\"A\n" +
+	"\vcheckpoints\x18\x03 \x03(\v2\x17.eddy.v1.CheckpointInfoR\vcheckpoints\"\xa1\x01\n" +
+	"\x0eJobLogsRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x1b\n" +
+	"\tafter_seq\x18\x03 \x01(\x04R\bafterSeq\x12\x14\n" +
+	"\x05limit\x18\x04 \x01(\rR\x05limit\x12\x17\n" +
+	"\await_ms\x18\x05 \x01(\rR\x06waitMs\x12\x14\n" +
+	"\x05epoch\x18\x06 \x01(\x04R\x05epoch\"G\n" +
+	"\n" +
+	"JobLogLine\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x12'\n" +
+	"\x05entry\x18\x02 \x01(\v2\x11.eddy.v1.LogEntryR\x05entry\"\xb3\x01\n" +
+	"\x0fJobLogsResponse\x12)\n" +
+	"\x05lines\x18\x01 \x03(\v2\x13.eddy.v1.JobLogLineR\x05lines\x12\x19\n" +
+	"\bnext_seq\x18\x02 \x01(\x04R\anextSeq\x12\x1b\n" +
+	"\tfirst_seq\x18\x03 \x01(\x04R\bfirstSeq\x12'\n" +
+	"\x05state\x18\x04 \x01(\x0e2\x11.eddy.v1.JobStateR\x05state\x12\x14\n" +
+	"\x05epoch\x18\x05 \x01(\x04R\x05epoch\"A\n" +
 	"\x10CancelJobRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\"<\n" +
@@ -3541,7 +3791,7 @@ const file_eddy_v1_control_proto_rawDesc = "" +
 	"\vWorkerState\x12\x1c\n" +
 	"\x18WORKER_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12WORKER_STATE_ALIVE\x10\x01\x12\x15\n" +
-	"\x11WORKER_STATE_LOST\x10\x022\x80\v\n" +
+	"\x11WORKER_STATE_LOST\x10\x022\xbe\v\n" +
 	"\aControl\x12K\n" +
 	"\fUploadModule\x12\x1c.eddy.v1.UploadModuleRequest\x1a\x1d.eddy.v1.UploadModuleResponse\x12H\n" +
 	"\vListModules\x12\x1b.eddy.v1.ListModulesRequest\x1a\x1c.eddy.v1.ListModulesResponse\x12B\n" +
@@ -3550,7 +3800,8 @@ const file_eddy_v1_control_proto_rawDesc = "" +
 	"\bListJobs\x12\x18.eddy.v1.ListJobsRequest\x1a\x19.eddy.v1.ListJobsResponse\x12B\n" +
 	"\tJobStatus\x12\x19.eddy.v1.JobStatusRequest\x1a\x1a.eddy.v1.JobStatusResponse\x12B\n" +
 	"\tCancelJob\x12\x19.eddy.v1.CancelJobRequest\x1a\x1a.eddy.v1.CancelJobResponse\x12W\n" +
-	"\x10TriggerSavepoint\x12 .eddy.v1.TriggerSavepointRequest\x1a!.eddy.v1.TriggerSavepointResponse\x123\n" +
+	"\x10TriggerSavepoint\x12 .eddy.v1.TriggerSavepointRequest\x1a!.eddy.v1.TriggerSavepointResponse\x12<\n" +
+	"\aJobLogs\x12\x17.eddy.v1.JobLogsRequest\x1a\x18.eddy.v1.JobLogsResponse\x123\n" +
 	"\x04Join\x12\x14.eddy.v1.JoinRequest\x1a\x15.eddy.v1.JoinResponse\x126\n" +
 	"\x05Leave\x12\x15.eddy.v1.LeaveRequest\x1a\x16.eddy.v1.LeaveResponse\x12H\n" +
 	"\vClusterInfo\x12\x1b.eddy.v1.ClusterInfoRequest\x1a\x1c.eddy.v1.ClusterInfoResponse\x12K\n" +
@@ -3578,7 +3829,7 @@ func file_eddy_v1_control_proto_rawDescGZIP() []byte {
 }
 
 var file_eddy_v1_control_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_eddy_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 51)
+var file_eddy_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
 var file_eddy_v1_control_proto_goTypes = []any{
 	(Role)(0),                        // 0: eddy.v1.Role
 	(CheckpointState)(0),             // 1: eddy.v1.CheckpointState
@@ -3623,22 +3874,26 @@ var file_eddy_v1_control_proto_goTypes = []any{
 	(*TaskStatus)(nil),               // 40: eddy.v1.TaskStatus
 	(*CheckpointInfo)(nil),           // 41: eddy.v1.CheckpointInfo
 	(*JobStatusResponse)(nil),        // 42: eddy.v1.JobStatusResponse
-	(*CancelJobRequest)(nil),         // 43: eddy.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),        // 44: eddy.v1.CancelJobResponse
-	(*TriggerSavepointRequest)(nil),  // 45: eddy.v1.TriggerSavepointRequest
-	(*TriggerSavepointResponse)(nil), // 46: eddy.v1.TriggerSavepointResponse
-	(*JoinRequest)(nil),              // 47: eddy.v1.JoinRequest
-	(*JoinResponse)(nil),             // 48: eddy.v1.JoinResponse
-	(*LeaveRequest)(nil),             // 49: eddy.v1.LeaveRequest
-	(*LeaveResponse)(nil),            // 50: eddy.v1.LeaveResponse
-	(*ClusterInfoRequest)(nil),       // 51: eddy.v1.ClusterInfoRequest
-	(*CoordinatorInfo)(nil),          // 52: eddy.v1.CoordinatorInfo
-	(*WorkerInfo)(nil),               // 53: eddy.v1.WorkerInfo
-	(*ClusterInfoResponse)(nil),      // 54: eddy.v1.ClusterInfoResponse
-	(JobState)(0),                    // 55: eddy.v1.JobState
-	(TaskState)(0),                   // 56: eddy.v1.TaskState
-	(*TaskMetrics)(nil),              // 57: eddy.v1.TaskMetrics
-	(CheckpointKind)(0),              // 58: eddy.v1.CheckpointKind
+	(*JobLogsRequest)(nil),           // 43: eddy.v1.JobLogsRequest
+	(*JobLogLine)(nil),               // 44: eddy.v1.JobLogLine
+	(*JobLogsResponse)(nil),          // 45: eddy.v1.JobLogsResponse
+	(*CancelJobRequest)(nil),         // 46: eddy.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),        // 47: eddy.v1.CancelJobResponse
+	(*TriggerSavepointRequest)(nil),  // 48: eddy.v1.TriggerSavepointRequest
+	(*TriggerSavepointResponse)(nil), // 49: eddy.v1.TriggerSavepointResponse
+	(*JoinRequest)(nil),              // 50: eddy.v1.JoinRequest
+	(*JoinResponse)(nil),             // 51: eddy.v1.JoinResponse
+	(*LeaveRequest)(nil),             // 52: eddy.v1.LeaveRequest
+	(*LeaveResponse)(nil),            // 53: eddy.v1.LeaveResponse
+	(*ClusterInfoRequest)(nil),       // 54: eddy.v1.ClusterInfoRequest
+	(*CoordinatorInfo)(nil),          // 55: eddy.v1.CoordinatorInfo
+	(*WorkerInfo)(nil),               // 56: eddy.v1.WorkerInfo
+	(*ClusterInfoResponse)(nil),      // 57: eddy.v1.ClusterInfoResponse
+	(JobState)(0),                    // 58: eddy.v1.JobState
+	(TaskState)(0),                   // 59: eddy.v1.TaskState
+	(*TaskMetrics)(nil),              // 60: eddy.v1.TaskMetrics
+	(CheckpointKind)(0),              // 61: eddy.v1.CheckpointKind
+	(*LogEntry)(nil),                 // 62: eddy.v1.LogEntry
 }
 var file_eddy_v1_control_proto_depIdxs = []int32{
 	4,  // 0: eddy.v1.TenantInfo.quota:type_name -> eddy.v1.TenantQuota
@@ -3659,66 +3914,71 @@ var file_eddy_v1_control_proto_depIdxs = []int32{
 	27, // 15: eddy.v1.UploadModuleResponse.module:type_name -> eddy.v1.ModuleInfo
 	27, // 16: eddy.v1.ListModulesResponse.modules:type_name -> eddy.v1.ModuleInfo
 	27, // 17: eddy.v1.GetModuleResponse.module:type_name -> eddy.v1.ModuleInfo
-	55, // 18: eddy.v1.JobSummary.state:type_name -> eddy.v1.JobState
+	58, // 18: eddy.v1.JobSummary.state:type_name -> eddy.v1.JobState
 	37, // 19: eddy.v1.ListJobsResponse.jobs:type_name -> eddy.v1.JobSummary
-	56, // 20: eddy.v1.TaskStatus.state:type_name -> eddy.v1.TaskState
-	57, // 21: eddy.v1.TaskStatus.metrics:type_name -> eddy.v1.TaskMetrics
-	58, // 22: eddy.v1.CheckpointInfo.kind:type_name -> eddy.v1.CheckpointKind
+	59, // 20: eddy.v1.TaskStatus.state:type_name -> eddy.v1.TaskState
+	60, // 21: eddy.v1.TaskStatus.metrics:type_name -> eddy.v1.TaskMetrics
+	61, // 22: eddy.v1.CheckpointInfo.kind:type_name -> eddy.v1.CheckpointKind
 	1,  // 23: eddy.v1.CheckpointInfo.state:type_name -> eddy.v1.CheckpointState
 	37, // 24: eddy.v1.JobStatusResponse.job:type_name -> eddy.v1.JobSummary
 	40, // 25: eddy.v1.JobStatusResponse.tasks:type_name -> eddy.v1.TaskStatus
 	41, // 26: eddy.v1.JobStatusResponse.checkpoints:type_name -> eddy.v1.CheckpointInfo
-	55, // 27: eddy.v1.CancelJobResponse.state:type_name -> eddy.v1.JobState
-	55, // 28: eddy.v1.TriggerSavepointResponse.state:type_name -> eddy.v1.JobState
-	2,  // 29: eddy.v1.CoordinatorInfo.role:type_name -> eddy.v1.CoordinatorRole
-	3,  // 30: eddy.v1.WorkerInfo.state:type_name -> eddy.v1.WorkerState
-	52, // 31: eddy.v1.ClusterInfoResponse.coordinators:type_name -> eddy.v1.CoordinatorInfo
-	53, // 32: eddy.v1.ClusterInfoResponse.workers:type_name -> eddy.v1.WorkerInfo
-	28, // 33: eddy.v1.Control.UploadModule:input_type -> eddy.v1.UploadModuleRequest
-	30, // 34: eddy.v1.Control.ListModules:input_type -> eddy.v1.ListModulesRequest
-	32, // 35: eddy.v1.Control.GetModule:input_type -> eddy.v1.GetModuleRequest
-	34, // 36: eddy.v1.Control.SubmitJob:input_type -> eddy.v1.SubmitJobRequest
-	36, // 37: eddy.v1.Control.ListJobs:input_type -> eddy.v1.ListJobsRequest
-	39, // 38: eddy.v1.Control.JobStatus:input_type -> eddy.v1.JobStatusRequest
-	43, // 39: eddy.v1.Control.CancelJob:input_type -> eddy.v1.CancelJobRequest
-	45, // 40: eddy.v1.Control.TriggerSavepoint:input_type -> eddy.v1.TriggerSavepointRequest
-	47, // 41: eddy.v1.Control.Join:input_type -> eddy.v1.JoinRequest
-	49, // 42: eddy.v1.Control.Leave:input_type -> eddy.v1.LeaveRequest
-	51, // 43: eddy.v1.Control.ClusterInfo:input_type -> eddy.v1.ClusterInfoRequest
-	7,  // 44: eddy.v1.Control.CreateTenant:input_type -> eddy.v1.CreateTenantRequest
-	9,  // 45: eddy.v1.Control.ListTenants:input_type -> eddy.v1.ListTenantsRequest
-	11, // 46: eddy.v1.Control.DeleteTenant:input_type -> eddy.v1.DeleteTenantRequest
-	13, // 47: eddy.v1.Control.SetQuota:input_type -> eddy.v1.SetQuotaRequest
-	16, // 48: eddy.v1.Control.CreateToken:input_type -> eddy.v1.CreateTokenRequest
-	18, // 49: eddy.v1.Control.ListTokens:input_type -> eddy.v1.ListTokensRequest
-	20, // 50: eddy.v1.Control.RevokeToken:input_type -> eddy.v1.RevokeTokenRequest
-	23, // 51: eddy.v1.Control.ListAudit:input_type -> eddy.v1.ListAuditRequest
-	25, // 52: eddy.v1.Control.WhoAmI:input_type -> eddy.v1.WhoAmIRequest
-	29, // 53: eddy.v1.Control.UploadModule:output_type -> eddy.v1.UploadModuleResponse
-	31, // 54: eddy.v1.Control.ListModules:output_type -> eddy.v1.ListModulesResponse
-	33, // 55: eddy.v1.Control.GetModule:output_type -> eddy.v1.GetModuleResponse
-	35, // 56: eddy.v1.Control.SubmitJob:output_type -> eddy.v1.SubmitJobResponse
-	38, // 57: eddy.v1.Control.ListJobs:output_type -> eddy.v1.ListJobsResponse
-	42, // 58: eddy.v1.Control.JobStatus:output_type -> eddy.v1.JobStatusResponse
-	44, // 59: eddy.v1.Control.CancelJob:output_type -> eddy.v1.CancelJobResponse
-	46, // 60: eddy.v1.Control.TriggerSavepoint:output_type -> eddy.v1.TriggerSavepointResponse
-	48, // 61: eddy.v1.Control.Join:output_type -> eddy.v1.JoinResponse
-	50, // 62: eddy.v1.Control.Leave:output_type -> eddy.v1.LeaveResponse
-	54, // 63: eddy.v1.Control.ClusterInfo:output_type -> eddy.v1.ClusterInfoResponse
-	8,  // 64: eddy.v1.Control.CreateTenant:output_type -> eddy.v1.CreateTenantResponse
-	10, // 65: eddy.v1.Control.ListTenants:output_type -> eddy.v1.ListTenantsResponse
-	12, // 66: eddy.v1.Control.DeleteTenant:output_type -> eddy.v1.DeleteTenantResponse
-	14, // 67: eddy.v1.Control.SetQuota:output_type -> eddy.v1.SetQuotaResponse
-	17, // 68: eddy.v1.Control.CreateToken:output_type -> eddy.v1.CreateTokenResponse
-	19, // 69: eddy.v1.Control.ListTokens:output_type -> eddy.v1.ListTokensResponse
-	21, // 70: eddy.v1.Control.RevokeToken:output_type -> eddy.v1.RevokeTokenResponse
-	24, // 71: eddy.v1.Control.ListAudit:output_type -> eddy.v1.ListAuditResponse
-	26, // 72: eddy.v1.Control.WhoAmI:output_type -> eddy.v1.WhoAmIResponse
-	53, // [53:73] is the sub-list for method output_type
-	33, // [33:53] is the sub-list for method input_type
-	33, // [33:33] is the sub-list for extension type_name
-	33, // [33:33] is the sub-list for extension extendee
-	0,  // [0:33] is the sub-list for field type_name
+	62, // 27: eddy.v1.JobLogLine.entry:type_name -> eddy.v1.LogEntry
+	44, // 28: eddy.v1.JobLogsResponse.lines:type_name -> eddy.v1.JobLogLine
+	58, // 29: eddy.v1.JobLogsResponse.state:type_name -> eddy.v1.JobState
+	58, // 30: eddy.v1.CancelJobResponse.state:type_name -> eddy.v1.JobState
+	58, // 31: eddy.v1.TriggerSavepointResponse.state:type_name -> eddy.v1.JobState
+	2,  // 32: eddy.v1.CoordinatorInfo.role:type_name -> eddy.v1.CoordinatorRole
+	3,  // 33: eddy.v1.WorkerInfo.state:type_name -> eddy.v1.WorkerState
+	55, // 34: eddy.v1.ClusterInfoResponse.coordinators:type_name -> eddy.v1.CoordinatorInfo
+	56, // 35: eddy.v1.ClusterInfoResponse.workers:type_name -> eddy.v1.WorkerInfo
+	28, // 36: eddy.v1.Control.UploadModule:input_type -> eddy.v1.UploadModuleRequest
+	30, // 37: eddy.v1.Control.ListModules:input_type -> eddy.v1.ListModulesRequest
+	32, // 38: eddy.v1.Control.GetModule:input_type -> eddy.v1.GetModuleRequest
+	34, // 39: eddy.v1.Control.SubmitJob:input_type -> eddy.v1.SubmitJobRequest
+	36, // 40: eddy.v1.Control.ListJobs:input_type -> eddy.v1.ListJobsRequest
+	39, // 41: eddy.v1.Control.JobStatus:input_type -> eddy.v1.JobStatusRequest
+	46, // 42: eddy.v1.Control.CancelJob:input_type -> eddy.v1.CancelJobRequest
+	48, // 43: eddy.v1.Control.TriggerSavepoint:input_type -> eddy.v1.TriggerSavepointRequest
+	43, // 44: eddy.v1.Control.JobLogs:input_type -> eddy.v1.JobLogsRequest
+	50, // 45: eddy.v1.Control.Join:input_type -> eddy.v1.JoinRequest
+	52, // 46: eddy.v1.Control.Leave:input_type -> eddy.v1.LeaveRequest
+	54, // 47: eddy.v1.Control.ClusterInfo:input_type -> eddy.v1.ClusterInfoRequest
+	7,  // 48: eddy.v1.Control.CreateTenant:input_type -> eddy.v1.CreateTenantRequest
+	9,  // 49: eddy.v1.Control.ListTenants:input_type -> eddy.v1.ListTenantsRequest
+	11, // 50: eddy.v1.Control.DeleteTenant:input_type -> eddy.v1.DeleteTenantRequest
+	13, // 51: eddy.v1.Control.SetQuota:input_type -> eddy.v1.SetQuotaRequest
+	16, // 52: eddy.v1.Control.CreateToken:input_type -> eddy.v1.CreateTokenRequest
+	18, // 53: eddy.v1.Control.ListTokens:input_type -> eddy.v1.ListTokensRequest
+	20, // 54: eddy.v1.Control.RevokeToken:input_type -> eddy.v1.RevokeTokenRequest
+	23, // 55: eddy.v1.Control.ListAudit:input_type -> eddy.v1.ListAuditRequest
+	25, // 56: eddy.v1.Control.WhoAmI:input_type -> eddy.v1.WhoAmIRequest
+	29, // 57: eddy.v1.Control.UploadModule:output_type -> eddy.v1.UploadModuleResponse
+	31, // 58: eddy.v1.Control.ListModules:output_type -> eddy.v1.ListModulesResponse
+	33, // 59: eddy.v1.Control.GetModule:output_type -> eddy.v1.GetModuleResponse
+	35, // 60: eddy.v1.Control.SubmitJob:output_type -> eddy.v1.SubmitJobResponse
+	38, // 61: eddy.v1.Control.ListJobs:output_type -> eddy.v1.ListJobsResponse
+	42, // 62: eddy.v1.Control.JobStatus:output_type -> eddy.v1.JobStatusResponse
+	47, // 63: eddy.v1.Control.CancelJob:output_type -> eddy.v1.CancelJobResponse
+	49, // 64: eddy.v1.Control.TriggerSavepoint:output_type -> eddy.v1.TriggerSavepointResponse
+	45, // 65: eddy.v1.Control.JobLogs:output_type -> eddy.v1.JobLogsResponse
+	51, // 66: eddy.v1.Control.Join:output_type -> eddy.v1.JoinResponse
+	53, // 67: eddy.v1.Control.Leave:output_type -> eddy.v1.LeaveResponse
+	57, // 68: eddy.v1.Control.ClusterInfo:output_type -> eddy.v1.ClusterInfoResponse
+	8,  // 69: eddy.v1.Control.CreateTenant:output_type -> eddy.v1.CreateTenantResponse
+	10, // 70: eddy.v1.Control.ListTenants:output_type -> eddy.v1.ListTenantsResponse
+	12, // 71: eddy.v1.Control.DeleteTenant:output_type -> eddy.v1.DeleteTenantResponse
+	14, // 72: eddy.v1.Control.SetQuota:output_type -> eddy.v1.SetQuotaResponse
+	17, // 73: eddy.v1.Control.CreateToken:output_type -> eddy.v1.CreateTokenResponse
+	19, // 74: eddy.v1.Control.ListTokens:output_type -> eddy.v1.ListTokensResponse
+	21, // 75: eddy.v1.Control.RevokeToken:output_type -> eddy.v1.RevokeTokenResponse
+	24, // 76: eddy.v1.Control.ListAudit:output_type -> eddy.v1.ListAuditResponse
+	26, // 77: eddy.v1.Control.WhoAmI:output_type -> eddy.v1.WhoAmIResponse
+	57, // [57:78] is the sub-list for method output_type
+	36, // [36:57] is the sub-list for method input_type
+	36, // [36:36] is the sub-list for extension type_name
+	36, // [36:36] is the sub-list for extension extendee
+	0,  // [0:36] is the sub-list for field type_name
 }
 
 func init() { file_eddy_v1_control_proto_init() }
@@ -3734,7 +3994,7 @@ func file_eddy_v1_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_eddy_v1_control_proto_rawDesc), len(file_eddy_v1_control_proto_rawDesc)),
 			NumEnums:      4,
-			NumMessages:   51,
+			NumMessages:   54,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -30,6 +30,7 @@ const (
 	Control_JobStatus_FullMethodName        = "/eddy.v1.Control/JobStatus"
 	Control_CancelJob_FullMethodName        = "/eddy.v1.Control/CancelJob"
 	Control_TriggerSavepoint_FullMethodName = "/eddy.v1.Control/TriggerSavepoint"
+	Control_JobLogs_FullMethodName          = "/eddy.v1.Control/JobLogs"
 	Control_Join_FullMethodName             = "/eddy.v1.Control/Join"
 	Control_Leave_FullMethodName            = "/eddy.v1.Control/Leave"
 	Control_ClusterInfo_FullMethodName      = "/eddy.v1.Control/ClusterInfo"
@@ -88,6 +89,13 @@ type ControlClient interface {
 	// failed (the message says why; the job keeps running and may be asked
 	// again). The call's deadline bounds the wait.
 	TriggerSavepoint(ctx context.Context, in *TriggerSavepointRequest, opts ...grpc.CallOption) (*TriggerSavepointResponse, error)
+	// JobLogs returns the log lines of a job's tasks (guest output and task
+	// errors) that the leader holds, after after_seq. With wait_ms it is a
+	// long poll: when there is nothing after after_seq it waits up to
+	// wait_ms (at most 30 s) for a line or for the job to end. The leader
+	// keeps a bounded number of recent lines per job, in memory only: a new
+	// leader starts with none. Another tenant's job is NOT_FOUND.
+	JobLogs(ctx context.Context, in *JobLogsRequest, opts ...grpc.CallOption) (*JobLogsResponse, error)
 	// Join adds a coordinator to the Raft group as a voter; the new member
 	// calls it on any existing member (`eddy coordinator --join ADDR`).
 	// Joining again with the same id and addresses succeeds and changes
@@ -208,6 +216,16 @@ func (c *controlClient) TriggerSavepoint(ctx context.Context, in *TriggerSavepoi
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(TriggerSavepointResponse)
 	err := c.cc.Invoke(ctx, Control_TriggerSavepoint_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlClient) JobLogs(ctx context.Context, in *JobLogsRequest, opts ...grpc.CallOption) (*JobLogsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(JobLogsResponse)
+	err := c.cc.Invoke(ctx, Control_JobLogs_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -378,6 +396,13 @@ type ControlServer interface {
 	// failed (the message says why; the job keeps running and may be asked
 	// again). The call's deadline bounds the wait.
 	TriggerSavepoint(context.Context, *TriggerSavepointRequest) (*TriggerSavepointResponse, error)
+	// JobLogs returns the log lines of a job's tasks (guest output and task
+	// errors) that the leader holds, after after_seq. With wait_ms it is a
+	// long poll: when there is nothing after after_seq it waits up to
+	// wait_ms (at most 30 s) for a line or for the job to end. The leader
+	// keeps a bounded number of recent lines per job, in memory only: a new
+	// leader starts with none. Another tenant's job is NOT_FOUND.
+	JobLogs(context.Context, *JobLogsRequest) (*JobLogsResponse, error)
 	// Join adds a coordinator to the Raft group as a voter; the new member
 	// calls it on any existing member (`eddy coordinator --join ADDR`).
 	// Joining again with the same id and addresses succeeds and changes
@@ -447,6 +472,9 @@ func (UnimplementedControlServer) CancelJob(context.Context, *CancelJobRequest) 
 }
 func (UnimplementedControlServer) TriggerSavepoint(context.Context, *TriggerSavepointRequest) (*TriggerSavepointResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method TriggerSavepoint not implemented")
+}
+func (UnimplementedControlServer) JobLogs(context.Context, *JobLogsRequest) (*JobLogsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method JobLogs not implemented")
 }
 func (UnimplementedControlServer) Join(context.Context, *JoinRequest) (*JoinResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Join not implemented")
@@ -645,6 +673,24 @@ func _Control_TriggerSavepoint_Handler(srv interface{}, ctx context.Context, dec
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ControlServer).TriggerSavepoint(ctx, req.(*TriggerSavepointRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Control_JobLogs_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(JobLogsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServer).JobLogs(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Control_JobLogs_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServer).JobLogs(ctx, req.(*JobLogsRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -903,6 +949,10 @@ var Control_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "TriggerSavepoint",
 			Handler:    _Control_TriggerSavepoint_Handler,
+		},
+		{
+			MethodName: "JobLogs",
+			Handler:    _Control_JobLogs_Handler,
 		},
 		{
 			MethodName: "Join",
