@@ -34,6 +34,18 @@ type InstanceConfig struct {
 	// by the instance's goroutine only. nil means the node is not keyed:
 	// the guest's state and timer imports then trap.
 	State state.Store
+	// Gate, when set, admits every guest call of the instance: the
+	// worker's CPU share of the instance's tenant. nil: calls run at once.
+	Gate Gate
+}
+
+// Gate admits guest calls: Acquire returns once the call may run, and the
+// instance calls release when it returned. Acquire fails only when ctx (the
+// one NewInstance was given) ends; the call then fails with its error. An
+// interface for decoupling (package dataflow/cpushare implements it), not
+// for third-party implementations.
+type Gate interface {
+	Acquire(ctx context.Context) (release func(), err error)
 }
 
 // lifecycle is where an instance is in the open → process → finish order.
@@ -65,6 +77,11 @@ type Instance struct {
 	// instance that called them. It is never cancelled: deadlines are the
 	// interrupt flag's business.
 	ctx context.Context
+	// gate admits each guest call (nil: none); gateCtx is NewInstance's
+	// context with its cancellation, so that a task stopped while waiting
+	// for a slot stops waiting.
+	gate    Gate
+	gateCtx context.Context
 
 	// The deadline. flag is the module's interrupt flag (package
 	// interrupt): once set, the guest traps at its next loop iteration.
@@ -140,6 +157,8 @@ func (m *Module) newInstance(ctx context.Context, cfg InstanceConfig, name, who 
 		stack:   make([]uint64, 4),
 		fired:   make(chan struct{}, 1),
 		wake:    make(chan struct{}),
+		gate:    cfg.Gate,
+		gateCtx: ctx,
 	}
 	i.ctx = context.WithValue(context.WithoutCancel(ctx), instanceKey{}, i)
 	i.keyed.init(cfg.State, name)
@@ -389,6 +408,15 @@ func (i *Instance) call(export string, fn api.Function, emit func([]abi.Record))
 		return i.fail(markf([]error{ErrClosed}, "%s: %s: engine is closed", i.who, export))
 	}
 	defer e.leave()
+	if i.gate != nil {
+		release, err := i.gate.Acquire(i.gateCtx)
+		if err != nil {
+			return i.fail(fmt.Errorf("%s: %s: %w", i.who, export, err))
+		}
+		// Deferred, so that the slot is returned however the call ends,
+		// an emit callback's panic included.
+		defer release()
+	}
 	i.phase, i.emit = export, emit
 	i.failMsg, i.hostErr = "", nil
 	i.timer.Reset(i.timeout)

@@ -20,6 +20,9 @@ type core struct {
 	// free recycles waiters granted on the spot, so that an uncontended
 	// Acquire allocates nothing.
 	free []*waiter
+	// grants is dispatch's result, reused: the caller consumes it before
+	// its next call into the core.
+	grants []*waiter
 }
 
 // tenant is the scheduler's view of one tenant.
@@ -147,6 +150,8 @@ func (c *core) capOf(t *tenant, total float64) int {
 // heavy tenant's long call every batch). wake, when not zero, is when a
 // linger ends and dispatch must run again.
 func (c *core) dispatch(now time.Time) (granted []*waiter, wake time.Time) {
+	granted = c.grants[:0]
+	defer func() { c.grants = granted[:0] }()
 	var total float64
 	for _, t := range c.order {
 		c.advance(t, now)
@@ -186,7 +191,11 @@ func (c *core) dispatch(now time.Time) (granted []*waiter, wake time.Time) {
 			pick = over
 		}
 		w := pick.waiters[0]
-		pick.waiters = pick.waiters[1:]
+		// Shifted rather than resliced, so that the queue's array is
+		// reused and an uncontended Acquire allocates nothing.
+		n := copy(pick.waiters, pick.waiters[1:])
+		pick.waiters[n] = nil
+		pick.waiters = pick.waiters[:n]
 		pick.running++
 		pick.grants++
 		c.inUse++

@@ -144,3 +144,22 @@ func TestHammer(t *testing.T) {
 		t.Errorf("%d grants, want %d", grants, 8*500)
 	}
 }
+
+// BenchmarkAcquireRelease is the cost the gate adds to each guest call
+// when slots are free.
+func BenchmarkAcquireRelease(b *testing.B) {
+	s, err := New(DefaultConfig())
+	if err != nil {
+		b.Fatal(err)
+	}
+	g := s.Tenant("a", 1)
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		release, err := g.Acquire(ctx)
+		if err != nil {
+			b.Fatal(err)
+		}
+		release()
+	}
+}
