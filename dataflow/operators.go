@@ -63,6 +63,7 @@ func (w *wasmOperator) Open(ctx context.Context, info stream.TaskInfo) error {
 	inst, err := w.module.NewInstance(ctx, host.InstanceConfig{
 		Name:  fmt.Sprintf("%s/%s[%d]", info.Job, info.Node, info.Subtask),
 		State: st,
+		Gate:  info.Gate,
 	})
 	if err != nil {
 		return err

@@ -117,7 +117,7 @@ func (t *task) info(v *vertex) stream.TaskInfo {
 		jobID = t.dep.JobID
 	}
 	info := stream.TaskInfo{Job: t.job.spec.Name, JobID: jobID, Node: v.node.Name, Subtask: t.subtask, Parallelism: v.parallelism, MaxParallelism: t.job.spec.MaxParallelism,
-		Checkpointing: t.cp != nil}
+		Checkpointing: t.cp != nil, Gate: t.job.opts.Gate}
 	if t.restore != nil {
 		info.RestoredCheckpoint = t.restore.id
 	}

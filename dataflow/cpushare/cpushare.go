@@ -43,13 +43,29 @@ type Config struct {
 	// Linger is how long a slot is kept for a tenant after it released its
 	// last one, from tenants already at their cap: a tenant whose batches
 	// are short and close together then does not wait behind a CPU-bound
-	// neighbour's call for each of them. Default 5ms; negative: none.
+	// neighbour's call for each of them. Default 5ms (in DefaultConfig
+	// and WithDefaults; New takes 0 as none); negative: none.
 	Linger time.Duration
 }
 
 // DefaultConfig returns the defaults.
 func DefaultConfig() Config {
 	return Config{Slots: runtime.GOMAXPROCS(0), HalfLife: 100 * time.Millisecond, Linger: 5 * time.Millisecond}
+}
+
+// WithDefaults returns c with its zero fields filled from DefaultConfig.
+func (c Config) WithDefaults() Config {
+	d := DefaultConfig()
+	if c.Slots == 0 {
+		c.Slots = d.Slots
+	}
+	if c.HalfLife == 0 {
+		c.HalfLife = d.HalfLife
+	}
+	if c.Linger == 0 {
+		c.Linger = d.Linger
+	}
+	return c
 }
 
 // Validate reports a field out of range.

@@ -3,11 +3,14 @@ package worker
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strings"
 	"testing"
 
+	"github.com/eddy-stream/eddy/connectors"
 	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/checkpoint"
+	"github.com/eddy-stream/eddy/host"
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
 	"github.com/eddy-stream/eddy/storage"
 )
@@ -65,5 +68,33 @@ func TestRestoreFailureReported(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestDeploymentsShareByTenant: each deployment's guest calls are admitted
+// by its tenant's share of the worker, weighted by its cpu_share (0: 1).
+func TestDeploymentsShareByTenant(t *testing.T) {
+	ctx := context.Background()
+	// No coordinator is called and no module run: build only makes the jobs.
+	w, err := New(Config{Coordinators: []string{"127.0.0.1:1"}, Slots: 4, Job: dataflow.Options{Engine: &host.Engine{}, Connectors: connectors.Registry{}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spec := []byte("name: j\nnodes:\n  - name: gen\n    source: {generator: {kind: sequence, count: 1}}\n  - name: out\n    input: gen\n    sink: {discard: {}}\n")
+	for _, d := range []*eddyv1.Deployment{
+		{JobId: "job-1", Tenant: "acme", CpuShare: 3, SpecYaml: spec},
+		{JobId: "job-2", Tenant: "globex", SpecYaml: spec},
+		{JobId: "job-3", Tenant: "acme", CpuShare: 3, SpecYaml: spec},
+	} {
+		if _, _, err := w.build(ctx, d, slog.New(slog.DiscardHandler)); err != nil {
+			t.Fatalf("build %s: %v", d.GetJobId(), err)
+		}
+	}
+	got := map[string]uint32{}
+	for _, st := range w.cpu.Stats() {
+		got[st.Name] = st.Weight
+	}
+	if len(got) != 2 || got["acme"] != 3 || got["globex"] != 1 {
+		t.Fatalf("tenants of the CPU scheduler: %v, want acme 3, globex 1", got)
 	}
 }
