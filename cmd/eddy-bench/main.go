@@ -3,7 +3,8 @@
 // one after the other, and prints records/s and their ratios. Absolute
 // figures drift on shared machines; the ratios from one run are what to
 // compare. It then runs a paced job with several buffer_timeout values
-// and prints the end-to-end latency of its records.
+// and prints the end-to-end latency of its records, and last the
+// noisy-neighbour figure of fair sharing between tenants (noisy.go).
 package main
 
 import (
@@ -30,7 +31,7 @@ func main() {
 	runs := flag.Int("runs", 3, "runs per variant (the median is reported)")
 	root := flag.String("root", ".", "repository root (for udfs/build)")
 	latencyFor := flag.Duration("latency-for", 3*time.Second, "how long each latency run lasts")
-	only := flag.String("only", "", "run one part: pipeline, operator or latency (default: all)")
+	only := flag.String("only", "", "run one part: pipeline, operator, latency or noisy (default: all)")
 	flag.Parse()
 	var err error
 	switch *only {
@@ -42,14 +43,19 @@ func main() {
 		if err == nil {
 			err = benchLatency(*latencyFor)
 		}
+		if err == nil {
+			err = benchNoisy(*root, *records, *runs)
+		}
 	case "pipeline":
 		err = benchProjection(*root, *records, *runs)
 	case "operator":
 		err = benchOperatorOnly(*root, *records, *runs)
 	case "latency":
 		err = benchLatency(*latencyFor)
+	case "noisy":
+		err = benchNoisy(*root, *records, *runs)
 	default:
-		err = fmt.Errorf("-only %q: want pipeline, operator or latency", *only)
+		err = fmt.Errorf("-only %q: want pipeline, operator, latency or noisy", *only)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "eddy-bench:", err)
