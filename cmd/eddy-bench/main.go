@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"time"
 
@@ -32,7 +33,19 @@ func main() {
 	root := flag.String("root", ".", "repository root (for udfs/build)")
 	latencyFor := flag.Duration("latency-for", 3*time.Second, "how long each latency run lasts")
 	only := flag.String("only", "", "run one part: pipeline, operator, latency or noisy (default: all)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "eddy-bench: -cpuprofile:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var err error
 	switch *only {
 	case "":
@@ -58,6 +71,7 @@ func main() {
 		err = fmt.Errorf("-only %q: want pipeline, operator, latency or noisy", *only)
 	}
 	if err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "eddy-bench:", err)
 		os.Exit(1)
 	}
