@@ -404,11 +404,9 @@ func (i *Instance) alloc(size uint32) (uint32, error) {
 // the per-call deadline. A returned error has made the instance unusable.
 func (i *Instance) call(export string, fn api.Function, emit func([]abi.Record)) error {
 	e := i.module.engine
-	if !e.enter() {
-		return i.fail(markf([]error{ErrClosed}, "%s: %s: engine is closed", i.who, export))
-	}
-	defer e.leave()
 	if i.gate != nil {
+		// Before enter: a call waiting for its slot must not hold up
+		// Engine.Close.
 		release, err := i.gate.Acquire(i.gateCtx)
 		if err != nil {
 			return i.fail(fmt.Errorf("%s: %s: %w", i.who, export, err))
@@ -417,6 +415,10 @@ func (i *Instance) call(export string, fn api.Function, emit func([]abi.Record))
 		// an emit callback's panic included.
 		defer release()
 	}
+	if !e.enter() {
+		return i.fail(markf([]error{ErrClosed}, "%s: %s: engine is closed", i.who, export))
+	}
+	defer e.leave()
 	i.phase, i.emit = export, emit
 	i.failMsg, i.hostErr = "", nil
 	i.timer.Reset(i.timeout)
