@@ -171,6 +171,13 @@ nodes:
 	}
 	fmt.Printf("  noisy neighbour: ratio Y/X = %.2f (fair sharing on); without fair sharing %.2f\n",
 		results[0].beside/results[0].alone, results[1].beside/results[1].alone)
+	// What an equal share allows: half the CPU the process got beside A,
+	// over what B used alone. On an idle machine it is 1 (B needs one
+	// core of two); on a busy one, less, and a fair scheduler reaches it
+	// rather than the goal.
+	r := results[0]
+	fmt.Printf("  equal-share bound with the CPU this process got: min(1, %.2f/2 / %.2f) = %.2f\n",
+		r.coresBeside, r.coresAlone, min(1, r.coresBeside/2/r.coresAlone))
 	return nil
 }
 
