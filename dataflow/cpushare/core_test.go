@@ -32,14 +32,14 @@ func simulate(t *testing.T, cfg Config, tenants []simTenant, d time.Duration) ma
 	now := time.Unix(1000, 0)
 	var threads []*simThread
 	byWaiter := map[*waiter]*simThread{}
-	start := func(th *simThread, granted []*waiter) {
+	// start begins the calls of the threads whose requests were granted.
+	start := func(granted []*waiter) {
 		for _, w := range granted {
-			g := byWaiter[w]
+			th := byWaiter[w]
 			delete(byWaiter, w)
-			g.w = nil
-			g.until = now.Add(g.spec.call)
+			th.w = nil
+			th.until = now.Add(th.spec.call)
 		}
-		_ = th
 	}
 	for _, spec := range tenants {
 		tn := c.tenant(spec.name, spec.weight, now)
@@ -56,7 +56,7 @@ func simulate(t *testing.T, cfg Config, tenants []simTenant, d time.Duration) ma
 			if !th.asking {
 				// Its call ended.
 				granted, _ := c.release(th.t, now)
-				start(th, granted)
+				start(granted)
 				th.asking = true
 				th.until = now.Add(th.spec.gap)
 				continue
@@ -65,11 +65,11 @@ func simulate(t *testing.T, cfg Config, tenants []simTenant, d time.Duration) ma
 			th.w = w
 			th.asking = false
 			byWaiter[w] = th
-			start(th, granted)
+			start(granted)
 		}
 		// The linger's end is a timer in Scheduler: dispatch every step.
 		granted, _ := c.dispatch(now)
-		start(nil, granted)
+		start(granted)
 		if c.inUse > c.slots {
 			t.Fatalf("%d slots in use of %d", c.inUse, c.slots)
 		}
