@@ -66,8 +66,9 @@ check:
 udfs:
 	$(MAKE) -C udfs
 
-## bench: Go benchmarks and the pipeline harness (throughput, and the
-## end-to-end latency at 1,000 records/s per buffer_timeout); prints figures.
+## bench: Go benchmarks and the pipeline harness (throughput, the
+## end-to-end latency at 1,000 records/s per buffer_timeout, and the
+## noisy-neighbour ratio of fair sharing between tenants); prints figures.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./abi/ ./host/... ./connectors/ ./state/ ./dataflow/window/
 	$(GO) test -run '^$$' -bench 'ClusterThroughput|LeaderFailover|CheckpointOverhead|CheckpointLargeState|Recovery' -benchtime 2x ./cmd/eddy/

@@ -44,6 +44,9 @@ type Options struct {
 	WindowOperator func(spec *jobspec.Spec, node *jobspec.Node, modules map[string]*host.Module) (stream.Operator, error)
 	// Tenant owns the job's state; "default" until tenancy lands.
 	Tenant string
+	// Gate admits every guest call of the job's tasks: on a worker, the
+	// tenant's CPU share (package dataflow/cpushare). nil: none.
+	Gate stream.Gate
 	// QueueCapacity is the number of batches an input queue holds before
 	// its producers block (backpressure). Default 8.
 	QueueCapacity int

@@ -64,6 +64,7 @@ func (w *wasmOperator) Open(ctx context.Context, info stream.TaskInfo) error {
 		Name:   fmt.Sprintf("%s/%s[%d]", info.Job, info.Node, info.Subtask),
 		State:  st,
 		Logger: info.Logger,
+		Gate:   info.Gate,
 	})
 	if err != nil {
 		return err

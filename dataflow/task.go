@@ -119,7 +119,7 @@ func (t *task) info(v *vertex) stream.TaskInfo {
 		jobID = t.dep.JobID
 	}
 	info := stream.TaskInfo{Job: t.job.spec.Name, JobID: jobID, Node: v.node.Name, Subtask: t.subtask, Parallelism: v.parallelism, MaxParallelism: t.job.spec.MaxParallelism,
-		Checkpointing: t.cp != nil, Logger: t.log}
+		Checkpointing: t.cp != nil, Logger: t.log, Gate: t.job.opts.Gate}
 	if t.restore != nil {
 		info.RestoredCheckpoint = t.restore.id
 	}

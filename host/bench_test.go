@@ -1,6 +1,7 @@
 package host
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -9,11 +10,38 @@ import (
 
 // BenchmarkEchoBatch measures the host's per-record cost through the echo
 // module: encode a batch into guest memory, one eddy_process call (with its
-// deadline), the guest's re-encoding, one emit and its decode.
+// deadline), the guest's re-encoding, one emit and its decode; without a
+// gate and with one that admits at once, the cost of the hook itself.
 func BenchmarkEchoBatch(b *testing.B) {
+	b.Run("gate=none", func(b *testing.B) { benchEchoBatch(b, nil) })
+	b.Run("gate=open", func(b *testing.B) { benchEchoBatch(b, newCountingGate()) })
+}
+
+// countingGate admits every call at once and counts them.
+type countingGate struct {
+	n, released int
+	release     func() // bound once: a method value returned each time would allocate
+}
+
+func newCountingGate() *countingGate {
+	g := &countingGate{}
+	g.release = func() { g.released++ }
+	return g
+}
+
+func (g *countingGate) Acquire(context.Context) (func(), error) {
+	g.n++
+	return g.release, nil
+}
+
+func benchEchoBatch(b *testing.B, gate Gate) {
 	const batchSize = 256
 	e := newTestEngine(b, Config{})
-	i := newTestInstance(b, loadFixture(b, e, "echo"), "bench/echo[0]")
+	i, err := loadFixture(b, e, "echo").NewInstance(context.Background(), InstanceConfig{Name: "bench/echo[0]", Gate: gate})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer i.Close()
 	if err := i.Open(nil); err != nil {
 		b.Fatal(err)
 	}

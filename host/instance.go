@@ -34,6 +34,18 @@ type InstanceConfig struct {
 	// by the instance's goroutine only. nil means the node is not keyed:
 	// the guest's state and timer imports then trap.
 	State state.Store
+	// Gate, when set, admits every guest call of the instance: the
+	// worker's CPU share of the instance's tenant. nil: calls run at once.
+	Gate Gate
+}
+
+// Gate admits guest calls: Acquire returns once the call may run, and the
+// instance calls release when it returned. Acquire fails only when ctx (the
+// one NewInstance was given) ends; the call then fails with its error. An
+// interface for decoupling (package dataflow/cpushare implements it), not
+// for third-party implementations.
+type Gate interface {
+	Acquire(ctx context.Context) (release func(), err error)
 }
 
 // lifecycle is where an instance is in the open → process → finish order.
@@ -68,6 +80,11 @@ type Instance struct {
 	// instance that called them. It is never cancelled: deadlines are the
 	// interrupt flag's business.
 	ctx context.Context
+	// gate admits each guest call (nil: none); gateCtx is NewInstance's
+	// context with its cancellation, so that a task stopped while waiting
+	// for a slot stops waiting.
+	gate    Gate
+	gateCtx context.Context
 
 	// The deadline. flag is the module's interrupt flag (package
 	// interrupt): once set, the guest traps at its next loop iteration.
@@ -154,6 +171,8 @@ func (m *Module) newInstance(ctx context.Context, cfg InstanceConfig, name, who 
 		fired:    make(chan struct{}, 1),
 		wake:     make(chan struct{}),
 		memLimit: m.memoryLimit,
+		gate:     cfg.Gate,
+		gateCtx:  ctx,
 	}
 	if err := i.applyLimits(InstanceLimitsFrom(ctx)); err != nil {
 		return nil, err
@@ -402,6 +421,17 @@ func (i *Instance) alloc(size uint32) (uint32, error) {
 // the per-call deadline. A returned error has made the instance unusable.
 func (i *Instance) call(export string, fn api.Function, emit func([]abi.Record)) error {
 	e := i.module.engine
+	if i.gate != nil {
+		// Before enter: a call waiting for its slot must not hold up
+		// Engine.Close.
+		release, err := i.gate.Acquire(i.gateCtx)
+		if err != nil {
+			return i.fail(fmt.Errorf("%s: %s: %w", i.who, export, err))
+		}
+		// Deferred, so that the slot is returned however the call ends,
+		// an emit callback's panic included.
+		defer release()
+	}
 	if !e.enter() {
 		return i.fail(markf([]error{ErrClosed}, "%s: %s: engine is closed", i.who, export))
 	}

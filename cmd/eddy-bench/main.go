@@ -3,7 +3,8 @@
 // one after the other, and prints records/s and their ratios. Absolute
 // figures drift on shared machines; the ratios from one run are what to
 // compare. It then runs a paced job with several buffer_timeout values
-// and prints the end-to-end latency of its records.
+// and prints the end-to-end latency of its records, and last the
+// noisy-neighbour figure of fair sharing between tenants (noisy.go).
 package main
 
 import (
@@ -14,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/pprof"
 	"sort"
 	"time"
 
@@ -30,8 +32,20 @@ func main() {
 	runs := flag.Int("runs", 3, "runs per variant (the median is reported)")
 	root := flag.String("root", ".", "repository root (for udfs/build)")
 	latencyFor := flag.Duration("latency-for", 3*time.Second, "how long each latency run lasts")
-	only := flag.String("only", "", "run one part: pipeline, operator or latency (default: all)")
+	only := flag.String("only", "", "run one part: pipeline, operator, latency or noisy (default: all)")
+	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err == nil {
+			err = pprof.StartCPUProfile(f)
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "eddy-bench: -cpuprofile:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	var err error
 	switch *only {
 	case "":
@@ -42,16 +56,22 @@ func main() {
 		if err == nil {
 			err = benchLatency(*latencyFor)
 		}
+		if err == nil {
+			err = benchNoisy(*root, *records, *runs)
+		}
 	case "pipeline":
 		err = benchProjection(*root, *records, *runs)
 	case "operator":
 		err = benchOperatorOnly(*root, *records, *runs)
 	case "latency":
 		err = benchLatency(*latencyFor)
+	case "noisy":
+		err = benchNoisy(*root, *records, *runs)
 	default:
-		err = fmt.Errorf("-only %q: want pipeline, operator or latency", *only)
+		err = fmt.Errorf("-only %q: want pipeline, operator, latency or noisy", *only)
 	}
 	if err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "eddy-bench:", err)
 		os.Exit(1)
 	}

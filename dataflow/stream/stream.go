@@ -166,6 +166,17 @@ type TaskInfo struct {
 	// operator's guest output goes there, so that it is the task's log
 	// (what `eddy job logs` shows), not the process's. nil: slog.Default.
 	Logger *slog.Logger
+	// Gate admits the task's guest calls: its tenant's share of the
+	// worker's CPU. nil: none. Operators that run Wasm modules hand it to
+	// their instances.
+	Gate Gate
+}
+
+// Gate is host.Gate, named here so that this leaf need not import the
+// runtime: Acquire returns once a guest call may run, and release must be
+// called when it returned.
+type Gate interface {
+	Acquire(ctx context.Context) (release func(), err error)
 }
 
 // Source produces the records of one parallel instance of a source node.

@@ -367,10 +367,12 @@ func humanBytes(n int64) string {
 }
 
 // setTaskLimits gives each deployment the per-task bounds of its tenant's
-// quota, which the worker applies to the tasks' instances and state.
+// quota, which the worker applies to the tasks' instances and state, and
+// its CPU weight.
 func setTaskLimits(ds []*eddyv1.Deployment, quotas map[string]fsm.Quota) {
 	for _, d := range ds {
 		q := quotas[d.GetTenant()]
+		d.CpuShare = uint32(q.Weight())
 		l := &eddyv1.TaskLimits{
 			MemoryBytes:   uint64(max(q.MemoryBytes, 0)),
 			CallTimeoutMs: uint64(max(q.CallTimeoutMs, 0)),

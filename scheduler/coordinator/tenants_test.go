@@ -51,11 +51,11 @@ func TestTenants(t *testing.T) {
 	wantCode(t, err, codes.InvalidArgument, "cpu_share=20000 is above 10000")
 
 	// SetQuota changes the fields it sets, and only those; 0 clears one.
-	set, err := cl.SetQuota(ctx, &eddyv1.SetQuotaRequest{Tenant: "acme", Quota: &eddyv1.TenantQuota{Jobs: u32(0), ModuleBytes: u64(1 << 20), CallTimeoutMs: u64(500)}})
+	set, err := cl.SetQuota(ctx, &eddyv1.SetQuotaRequest{Tenant: "acme", Quota: &eddyv1.TenantQuota{Jobs: u32(0), ModuleBytes: u64(1 << 20), CallTimeoutMs: u64(500), CpuShare: u32(3)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := &eddyv1.TenantQuota{Slots: u32(4), ModuleBytes: u64(1 << 20), CallTimeoutMs: u64(500)}
+	want := &eddyv1.TenantQuota{Slots: u32(4), ModuleBytes: u64(1 << 20), CallTimeoutMs: u64(500), CpuShare: u32(3)}
 	if got := set.GetTenant().GetQuota(); !proto.Equal(got, want) {
 		t.Fatalf("quota after SetQuota: %v, want %v", got, want)
 	}
@@ -83,6 +83,9 @@ func TestTenants(t *testing.T) {
 	testkit.Eventually(t, 10*time.Second, "acme's job to be deployed", func() bool { return w.lastDeployment(sub.GetJobId()) != nil })
 	if l := w.lastDeployment(sub.GetJobId()).GetLimits(); l.GetCallTimeoutMs() != 500 || l.GetMemoryBytes() != 0 {
 		t.Fatalf("deployment limits %v, want call_timeout_ms 500", l)
+	}
+	if share := w.lastDeployment(sub.GetJobId()).GetCpuShare(); share != 3 {
+		t.Fatalf("deployment cpu_share %d, want the quota's 3", share)
 	}
 	if u := tenantOf(t, cl, "default").GetUsage(); u.GetSlots() != 0 || u.GetJobs() != 0 || u.GetModules() != 0 {
 		t.Fatalf("default's usage %v", u)

@@ -53,6 +53,7 @@ import (
 
 	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/checkpoint"
+	"github.com/eddy-stream/eddy/dataflow/cpushare"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/host"
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
@@ -92,12 +93,17 @@ type Config struct {
 	// Logs bounds the task log lines kept for the leader (zero: the
 	// defaults).
 	Logs LogLimits
+	// CPUShare configures how the worker shares its CPU between tenants:
+	// every guest call of a deployment is admitted by its tenant's share,
+	// weighted by the deployment's cpu_share. Zero fields: the defaults
+	// (cpushare.DefaultConfig).
+	CPUShare cpushare.Config
 }
 
 // DefaultConfig returns a configuration with every default filled in,
 // except Coordinators and Job.
 func DefaultConfig() Config {
-	return Config{DataAddr: "127.0.0.1:0", Slots: 4, Logger: slog.Default(), Version: "dev", Logs: DefaultLogLimits()}
+	return Config{DataAddr: "127.0.0.1:0", Slots: 4, Logger: slog.Default(), Version: "dev", Logs: DefaultLogLimits(), CPUShare: cpushare.DefaultConfig()}
 }
 
 // Validate checks c.
@@ -131,6 +137,9 @@ type Worker struct {
 	next    int                     // the next entry of Coordinators to try
 	pool    *rpc.Pool               // connections to coordinators
 	modules map[string]*host.Module // by sha256
+	// cpu admits the guest calls of every deployment by its tenant's
+	// weight; one per worker, since the CPU it shares is the process's.
+	cpu *cpushare.Scheduler
 	// ended keeps the per-node counters of each job's latest ended
 	// deployment, for NodeStats after the leader released its tasks.
 	ended map[string][]dataflow.NodeSummary
@@ -193,6 +202,10 @@ func New(cfg Config) (*Worker, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cpu, err := cpushare.New(cfg.CPUShare.WithDefaults())
+	if err != nil {
+		return nil, fmt.Errorf("worker: %w", err)
+	}
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	w := &Worker{
@@ -201,6 +214,7 @@ func New(cfg Config) (*Worker, error) {
 		jobs:     map[jobAttempt]*running{},
 		pool:     cfg.TLS.NewPool(),
 		modules:  map[string]*host.Module{},
+		cpu:      cpu,
 		ended:    map[string][]dataflow.NodeSummary{},
 		stores:   map[string]storage.Store{},
 		target:   cfg.Coordinators[0],
@@ -889,6 +903,7 @@ func (w *Worker) build(ctx context.Context, d *eddyv1.Deployment, log *slog.Logg
 	opts := w.cfg.Job
 	opts.TLS = w.cfg.TLS
 	opts.Tenant = rpc.Tenant(d.GetTenant())
+	opts.Gate = w.cpu.Tenant(opts.Tenant, d.GetCpuShare())
 	opts.Logger = log
 	opts.LoadModule = func(ctx context.Context, ref string) (*host.Module, error) {
 		m := refs[ref]

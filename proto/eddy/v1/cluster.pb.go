@@ -736,6 +736,9 @@ type Deployment struct {
 	// leader does not know it (the savepoint the job was submitted with)
 	// or restore_from is empty.
 	RestoreCheckpoint uint64 `protobuf:"varint,10,opt,name=restore_checkpoint,json=restoreCheckpoint,proto3" json:"restore_checkpoint,omitempty"`
+	// The tenant's cpu_share quota: its weight when the worker shares its
+	// CPU between tenants (package dataflow/cpushare). 0 means 1.
+	CpuShare uint32 `protobuf:"varint,11,opt,name=cpu_share,json=cpuShare,proto3" json:"cpu_share,omitempty"`
 	// Bounds of the job's tenant (its quota) that the worker applies to each
 	// task of the deployment; absent or zero fields: the worker's own
 	// defaults.
@@ -840,6 +843,13 @@ func (x *Deployment) GetCheckpointStorage() string {
 func (x *Deployment) GetRestoreCheckpoint() uint64 {
 	if x != nil {
 		return x.RestoreCheckpoint
+	}
+	return 0
+}
+
+func (x *Deployment) GetCpuShare() uint32 {
+	if x != nil {
+		return x.CpuShare
 	}
 	return 0
 }
@@ -1421,7 +1431,7 @@ const file_eddy_v1_cluster_proto_rawDesc = "" +
 	"\x05chain\x18\x02 \x01(\tR\x05chain\x12\x18\n" +
 	"\asubtask\x18\x03 \x01(\rR\asubtask\x12\x1b\n" +
 	"\tworker_id\x18\x04 \x01(\tR\bworkerId\x12!\n" +
-	"\fdata_address\x18\x05 \x01(\tR\vdataAddress\"\xa1\x03\n" +
+	"\fdata_address\x18\x05 \x01(\tR\vdataAddress\"\xbe\x03\n" +
 	"\n" +
 	"Deployment\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
@@ -1436,7 +1446,8 @@ const file_eddy_v1_cluster_proto_rawDesc = "" +
 	"\frestore_from\x18\b \x01(\tR\vrestoreFrom\x12-\n" +
 	"\x12checkpoint_storage\x18\t \x01(\tR\x11checkpointStorage\x12-\n" +
 	"\x12restore_checkpoint\x18\n" +
-	" \x01(\x04R\x11restoreCheckpoint\x12+\n" +
+	" \x01(\x04R\x11restoreCheckpoint\x12\x1b\n" +
+	"\tcpu_share\x18\v \x01(\rR\bcpuShare\x12+\n" +
 	"\x06limits\x18\f \x01(\v2\x13.eddy.v1.TaskLimitsR\x06limits\"\xba\x01\n" +
 	"\n" +
 	"TaskLimits\x12!\n" +
