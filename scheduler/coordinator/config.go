@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/eddy-stream/eddy/scheduler/auth"
 	"github.com/eddy-stream/eddy/proto/rpc"
+	"github.com/eddy-stream/eddy/scheduler/auth"
 	"github.com/eddy-stream/eddy/scheduler/raftnode"
 )
 
