@@ -35,6 +35,8 @@ func main() {
 	only := flag.String("only", "", "run one part: pipeline, operator, latency or noisy (default: all)")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
+	// The tasks' life-cycle lines (info) are not figures.
+	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
 	if *cpuProfile != "" {
 		f, err := os.Create(*cpuProfile)
 		if err == nil {
