@@ -32,6 +32,7 @@ func TestMain(m *testing.M) {
 	os.Setenv("EDDY_BOOTSTRAP_TOKEN", testToken)
 	os.Setenv("EDDY_TOKEN", testToken)
 	os.Setenv("EDDY_CONFIG", filepath.Join(dir, "config.yaml"))
+	os.Setenv("EDDY_CLI_CONTEXT", "") // standalones save no context but where a test asks
 	code := m.Run()
 	os.RemoveAll(dir)
 	os.Exit(code)

@@ -360,7 +360,11 @@ func cmdStandalone(args []string, stdout, stderr io.Writer) error {
 		cf.register(fs, true)
 		wf.register(fs, true)
 		tf.register(fs)
-		fs.StringVar(&cliContext, "cli-context", "local", "CLI context to save with this standalone's address and admin token file (empty: none)")
+		def := "local"
+		if v, ok := os.LookupEnv("EDDY_CLI_CONTEXT"); ok {
+			def = v
+		}
+		fs.StringVar(&cliContext, "cli-context", def, "CLI context to save with this standalone's address and admin token file (empty: none; env EDDY_CLI_CONTEXT)")
 	})
 	if err != nil {
 		return err

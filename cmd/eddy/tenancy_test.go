@@ -34,7 +34,10 @@ func eddyEnv(t testing.TB, env []string, args ...string) result {
 func (c *cluster) as(t testing.TB, token string, i int, args ...string) result {
 	t.Helper()
 	fields := strings.Fields(args[0])
-	return eddyEnv(t, []string{"EDDY_TOKEN=" + token}, append(append(fields, args[1:]...), "--coordinator", c.apis[i], "--timeout", "20s")...)
+	// A CLI configuration of its own: other tests' standalones save
+	// contexts in the shared one, which a call without a token would use.
+	env := []string{"EDDY_TOKEN=" + token, "EDDY_CONFIG=" + filepath.Join(t.TempDir(), "config.yaml")}
+	return eddyEnv(t, env, append(append(fields, args[1:]...), "--coordinator", c.apis[i], "--timeout", "20s")...)
 }
 
 // refused checks that a command failed with every one of parts in its
@@ -165,7 +168,7 @@ func TestTenantsOnACluster(t *testing.T) {
 // saves the CLI context "local", which the next command uses.
 func TestStandaloneSetUp(t *testing.T) {
 	dir := t.TempDir()
-	env := []string{"EDDY_TOKEN=", "EDDY_BOOTSTRAP_TOKEN=", "EDDY_CONFIG=" + filepath.Join(dir, "config.yaml")}
+	env := []string{"EDDY_TOKEN=", "EDDY_BOOTSTRAP_TOKEN=", "EDDY_CLI_CONTEXT=local", "EDDY_CONFIG=" + filepath.Join(dir, "config.yaml")}
 	p := startProcEnv(t, dir, "standalone", env, "standalone", "--api", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"))
 	api := p.addr(t, standaloneLine)
 	tokenFile := filepath.Join(dir, "data", "admin.token")
