@@ -28,6 +28,8 @@ func TestInstanceLimits(t *testing.T) {
 			is: ErrMemoryLimit, words: "memory limit of 8 MiB reached"},
 		{name: "deadline below the engine's", module: "loop", limits: InstanceLimits{CallTimeout: 100 * time.Millisecond},
 			is: ErrDeadline, words: "exceeded its 100ms deadline"},
+		{name: "emitted bytes below the engine's", module: "echo", limits: InstanceLimits{EmitBytes: 10},
+			is: ErrEmitLimit, words: "limit max_emit_bytes=10"},
 	}
 	e := newTestEngine(t, Config{MemoryLimit: 8 << 20, CallTimeout: 3 * time.Second})
 	for _, tt := range tests {
