@@ -106,7 +106,8 @@ func TestTLSCluster(t *testing.T) {
 	coord := func(name string, certDir string, extra ...string) *proc {
 		args := append([]string{"coordinator", "--id", name, "--api", "127.0.0.1:0", "--raft", "127.0.0.1:0",
 			"--data-dir", filepath.Join(dir, name), "--blobs", filepath.Join(dir, "blobs"), "--certs", certDir}, hb...)
-		return startProc(t, dir, name, append(args, extra...)...)
+		// No token: a member joins by its certificate alone.
+		return startProcEnv(t, dir, name, []string{"EDDY_TOKEN="}, append(args, extra...)...)
 	}
 	c1 := coord("c1", certs, "--bootstrap")
 	api := c1.addr(t, coordinatorLine)
