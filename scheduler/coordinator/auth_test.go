@@ -237,16 +237,11 @@ func TestTenantIsolation(t *testing.T) {
 // TestWorkerFetchesOnlyItsModules: FetchModule gives a worker the modules
 // of the jobs placed on it, and nothing else, by sha256 or otherwise.
 func TestWorkerFetchesOnlyItsModules(t *testing.T) {
-	logger := testkit.Logger(t)
-	cfg := testConfig(t, logger, "c1", defaultOpts())
-	cfg.Raft.Bootstrap = true
-	c := startCoordinator(t, cfg, NewMemStore())
-	testkit.Eventually(t, 10*time.Second, "c1 to lead", c.IsLeader)
+	c, admin := startOne(t, defaultOpts())
 	ctx := callCtx(t)
 	if _, err := c.propose(ctx, &fsm.CreateTenant{ID: "beta"}); err != nil {
 		t.Fatal(err)
 	}
-	admin := control(t, c.Addr())
 	placed, err := admin.UploadModule(ctx, &eddyv1.UploadModuleRequest{Name: "enrich", Wasm: wasmModule("placed")})
 	if err != nil {
 		t.Fatal(err)
@@ -281,12 +276,7 @@ func TestWorkerFetchesOnlyItsModules(t *testing.T) {
 // with no token, a viewer's and a developer's, and checks that each is
 // refused to every caller whose role is below what auth.Methods asks.
 func TestEveryMethodRefusesTheWrongCaller(t *testing.T) {
-	logger := testkit.Logger(t)
-	cfg := testConfig(t, logger, "c1", defaultOpts())
-	cfg.Raft.Bootstrap = true
-	c := startCoordinator(t, cfg, NewMemStore())
-	testkit.Eventually(t, 10*time.Second, "c1 to lead", c.IsLeader)
-	admin := control(t, c.Addr())
+	c, admin := startOne(t, defaultOpts())
 	viewer, _ := newToken(t, admin, "default", eddyv1.Role_ROLE_VIEWER, 0)
 	developer, _ := newToken(t, admin, "default", eddyv1.Role_ROLE_DEVELOPER, 0)
 	callers := []struct {
