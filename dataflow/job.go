@@ -47,6 +47,10 @@ type Options struct {
 	// Gate admits every guest call of the job's tasks: on a worker, the
 	// tenant's CPU share (package dataflow/cpushare). nil: none.
 	Gate stream.Gate
+	// StateLimit bounds the keyed state of the whole job in bytes (its
+	// tenant's state_bytes quota): a task whose keyed state alone exceeds
+	// it fails with that line, checked about once a second. 0: no bound.
+	StateLimit int64
 	// QueueCapacity is the number of batches an input queue holds before
 	// its producers block (backpressure). Default 8.
 	QueueCapacity int

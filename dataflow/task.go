@@ -73,6 +73,9 @@ type task struct {
 	mainOutputs []*output
 	rr          []int // round-robin position per output
 	stores      []state.Store
+	// stateCheck is when the keyed state's size is next compared with
+	// Options.StateLimit.
+	stateCheck time.Time
 
 	// Output buffers (output_buffer.go): bufs[i] holds what goes on
 	// chain.outputs[i] — one buffer, or one per consumer subtask of a keyed
@@ -443,6 +446,9 @@ func (t *task) runSource(ctx context.Context) error {
 		if err := t.checkMailbox(ctx); err != nil {
 			return err
 		}
+		if err := t.checkStateSize(time.Now()); err != nil {
+			return err
+		}
 		if err := t.flushDue(ctx, time.Now()); err != nil {
 			return err
 		}
@@ -639,6 +645,9 @@ func (t *task) runGate(ctx context.Context) error {
 		case msgBatch:
 			t.metrics.in.Add(int64(m.batch.Len()))
 			if err := t.push(ctx, m.batch, 0); err != nil {
+				return err
+			}
+			if err := t.checkStateSize(time.Now()); err != nil {
 				return err
 			}
 			continue
@@ -960,6 +969,38 @@ func (t *task) broadcast(ctx context.Context, m message) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// stateCheckInterval is how often a task with a state limit measures its
+// keyed state: often enough that a job over its quota fails long before
+// it fills a disk, rarely enough that measuring costs nothing per record.
+const stateCheckInterval = time.Second
+
+// checkStateSize fails the task when its keyed state alone exceeds the
+// job's limit (the whole job's is summed by the leader at checkpoints).
+func (t *task) checkStateSize(now time.Time) error {
+	limit := t.job.opts.StateLimit
+	if limit <= 0 || len(t.stores) == 0 || now.Before(t.stateCheck) {
+		return nil
+	}
+	t.stateCheck = now.Add(stateCheckInterval)
+	var total int64
+	for _, st := range t.stores {
+		sz, ok := st.(interface{ Size() (int64, error) })
+		if !ok {
+			return nil
+		}
+		n, err := sz.Size()
+		if err != nil {
+			return fmt.Errorf("measure keyed state: %w", err)
+		}
+		total += n
+	}
+	if total > limit {
+		// The task's name prefixes it where the failure is reported.
+		return fmt.Errorf("keyed state %d bytes exceeds the job's limit state_bytes=%d (its tenant's quota)", total, limit)
 	}
 	return nil
 }

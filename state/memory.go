@@ -308,6 +308,21 @@ func (e *memEngine) release(c *memChunk) {
 }
 
 func (e *memEngine) newBatch() batch { return &memBatch{e: e} }
+
+func (e *memEngine) size(lo, hi []byte) (int64, error) {
+	var n int64
+	e.m.mu.RLock()
+	defer e.m.mu.RUnlock()
+	e.probe.k = lo
+	e.m.tree.AscendGreaterOrEqual(&e.probe, func(it *memEntry) bool {
+		if bytes.Compare(it.k, hi) >= 0 {
+			return false
+		}
+		n += int64(len(it.k) + len(it.v))
+		return true
+	})
+	return n, nil
+}
 func (e *memEngine) close()          {}
 
 // memBatch applies a restore's writes under one lock acquisition per

@@ -166,6 +166,14 @@ func (p *Pebble) OpenTask(scope Scope, maxParallelism int, groups Range) (Store,
 	return s, nil
 }
 
+func (e *pebbleEngine) size(lo, hi []byte) (int64, error) {
+	n, err := e.db.EstimateDiskUsage(lo, hi)
+	if err != nil {
+		return 0, fmt.Errorf("state: estimate size: %w", err)
+	}
+	return int64(n), nil
+}
+
 // Close implements Backend.
 func (p *Pebble) Close() error {
 	if p.down.Swap(true) {

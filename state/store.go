@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"iter"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -138,6 +139,8 @@ type engine interface {
 	// made after it was opened; lo and hi must not change while it is.
 	iter(lo, hi []byte) (engineIter, error)
 	newBatch() batch
+	// size estimates the bytes stored in [lo, hi).
+	size(lo, hi []byte) (int64, error)
 	close()
 }
 
@@ -762,4 +765,22 @@ func (s *store) Close() error {
 	s.eng.close()
 	s.tasks.release(s.scope, s.groups)
 	return nil
+}
+
+// Size estimates the bytes of the task's keyed state: every entry of its
+// operator in its key groups, timers included. For Pebble it is the size
+// of the table files over that key range (what has not yet been flushed
+// from the memtable is not counted, a bounded amount); for the memory
+// backend, the keys and values held. It is cheap enough to call every
+// second, not on every record: a quota is checked with it (dataflow).
+func (s *store) Size() (int64, error) {
+	if s.closed || s.down.Load() {
+		return 0, ErrClosed
+	}
+	lo := appendGroup(slices.Clone(s.prefix), s.groups.Start)
+	hi := appendGroup(slices.Clone(s.prefix), s.groups.End)
+	if s.groups.End >= int(s.maxP) {
+		hi = prefixEnd(nil, s.prefix)
+	}
+	return s.eng.size(lo, hi)
 }

@@ -904,6 +904,7 @@ func (w *Worker) build(ctx context.Context, d *eddyv1.Deployment, log *slog.Logg
 	opts.TLS = w.cfg.TLS
 	opts.Tenant = rpc.Tenant(d.GetTenant())
 	opts.Gate = w.cpu.Tenant(opts.Tenant, d.GetCpuShare())
+	opts.StateLimit = int64(d.GetLimits().GetStateBytes())
 	opts.Logger = log
 	opts.LoadModule = func(ctx context.Context, ref string) (*host.Module, error) {
 		m := refs[ref]
