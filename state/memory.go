@@ -323,7 +323,7 @@ func (e *memEngine) size(lo, hi []byte) (int64, error) {
 	})
 	return n, nil
 }
-func (e *memEngine) close()          {}
+func (e *memEngine) close() {}
 
 // memBatch applies a restore's writes under one lock acquisition per
 // commit.
