@@ -446,7 +446,7 @@ func (t *task) runSource(ctx context.Context) error {
 		if err := t.checkMailbox(ctx); err != nil {
 			return err
 		}
-		if err := t.checkStateSize(time.Now()); err != nil {
+		if err := t.checkStateSize(); err != nil {
 			return err
 		}
 		if err := t.flushDue(ctx, time.Now()); err != nil {
@@ -647,7 +647,7 @@ func (t *task) runGate(ctx context.Context) error {
 			if err := t.push(ctx, m.batch, 0); err != nil {
 				return err
 			}
-			if err := t.checkStateSize(time.Now()); err != nil {
+			if err := t.checkStateSize(); err != nil {
 				return err
 			}
 			continue
@@ -980,9 +980,13 @@ const stateCheckInterval = time.Second
 
 // checkStateSize fails the task when its keyed state alone exceeds the
 // job's limit (the whole job's is summed by the leader at checkpoints).
-func (t *task) checkStateSize(now time.Time) error {
+func (t *task) checkStateSize() error {
 	limit := t.job.opts.StateLimit
-	if limit <= 0 || len(t.stores) == 0 || now.Before(t.stateCheck) {
+	if limit <= 0 || len(t.stores) == 0 {
+		return nil
+	}
+	now := time.Now()
+	if now.Before(t.stateCheck) {
 		return nil
 	}
 	t.stateCheck = now.Add(stateCheckInterval)

@@ -5,6 +5,7 @@ package main
 // coordinator, the credentials to call it with and the CA to trust.
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/eddy-stream/eddy/internal/atomicfile"
 	"github.com/eddy-stream/eddy/scheduler/auth"
 )
 
@@ -89,14 +91,7 @@ func (c *cliConfig) save(path string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return fmt.Errorf("CLI configuration: %w", err)
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o600); err != nil {
-		return fmt.Errorf("CLI configuration: %w", err)
-	}
-	if err := os.Chmod(tmp, 0o600); err != nil {
-		return fmt.Errorf("CLI configuration: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
+	if err := atomicfile.Write(path, data, 0o600); err != nil {
 		return fmt.Errorf("CLI configuration: %w", err)
 	}
 	return nil
@@ -251,20 +246,13 @@ func cmdContext(args []string, stdout, stderr io.Writer) error {
 			case c.Token != "":
 				tok = "stored " + tokenID(c.Token) // never the secret
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", cur, n, orDash(c.Coordinator), tok, orDash(c.CA))
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", cur, n, cmp.Or(c.Coordinator, "-"), tok, cmp.Or(c.CA, "-"))
 		}
 		return tw.Flush()
 	default:
 		return usageError{fmt.Errorf("unknown context subcommand %q\n%s", args[0], contextUsage)}
 	}
 	return nil
-}
-
-func orDash(s string) string {
-	if s == "" {
-		return "-"
-	}
-	return s
 }
 
 // tokenID is the public part of a token, for display.

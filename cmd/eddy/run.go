@@ -153,8 +153,7 @@ func waitJob(ctx context.Context, client eddyv1.ControlClient, id string) (*eddy
 		if err != nil {
 			return nil, interrupted, rpcError("job "+id, err)
 		}
-		switch j := st.GetJob(); j.GetState() {
-		case eddyv1.JobState_JOB_STATE_FINISHED, eddyv1.JobState_JOB_STATE_FAILED, eddyv1.JobState_JOB_STATE_CANCELED:
+		if j := st.GetJob(); terminalState(j.GetState()) {
 			return j, interrupted, nil
 		}
 		select {

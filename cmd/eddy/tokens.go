@@ -3,6 +3,7 @@ package main
 // eddy token, eddy audit and eddy whoami: API tokens and the audit log.
 
 import (
+	"cmp"
 	"errors"
 	"flag"
 	"fmt"
@@ -98,7 +99,7 @@ func cmdToken(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(tw, "ID\tTENANT\tROLE\tCREATED\tEXPIRES\tREVOKED\tDESCRIPTION")
 		for _, t := range resp.GetTokens() {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", t.GetId(), t.GetTenant(), roleName(t.GetRole()), msTime(t.GetCreatedUnixMs()),
-				msTime(t.GetExpiresUnixMs()), msTime(t.GetRevokedUnixMs()), orDash(t.GetDescription()))
+				msTime(t.GetExpiresUnixMs()), msTime(t.GetRevokedUnixMs()), cmp.Or(t.GetDescription(), "-"))
 		}
 		return tw.Flush()
 	case "revoke":
@@ -152,8 +153,8 @@ func cmdAudit(args []string, stdout, stderr io.Writer) error {
 	tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tTIME\tTOKEN\tTENANT\tROLE\tMETHOD\tTARGET\tOUTCOME")
 	for _, e := range resp.GetEntries() {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.GetSeq(), msTime(e.GetAtUnixMs()), orDash(e.GetTokenId()), orDash(e.GetTenant()),
-			roleName(e.GetRole()), e.GetMethod(), orDash(e.GetTarget()), e.GetOutcome())
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", e.GetSeq(), msTime(e.GetAtUnixMs()), cmp.Or(e.GetTokenId(), "-"), cmp.Or(e.GetTenant(), "-"),
+			roleName(e.GetRole()), e.GetMethod(), cmp.Or(e.GetTarget(), "-"), e.GetOutcome())
 	}
 	return tw.Flush()
 }

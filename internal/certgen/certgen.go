@@ -16,13 +16,14 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"math/big"
 	"net"
 	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/eddy-stream/eddy/internal/atomicfile"
 )
 
 // The files Init writes in its directory.
@@ -126,27 +127,11 @@ func Init(dir string, hosts []string, force bool) ([]string, error) {
 		if b.Type != "CERTIFICATE" {
 			mode = 0o600
 		}
-		if err := writeFile(paths[i], pem.EncodeToMemory(b), mode); err != nil {
-			return nil, err
+		if err := atomicfile.Write(paths[i], pem.EncodeToMemory(b), mode); err != nil {
+			return nil, fmt.Errorf("certs: %w", err)
 		}
 	}
 	return paths, nil
-}
-
-// writeFile replaces path with data through a temporary file, so that a
-// key is never readable with a wider mode, not even for a moment.
-func writeFile(path string, data []byte, mode os.FileMode) error {
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, mode); err != nil {
-		return fmt.Errorf("certs: %w", err)
-	}
-	if err := os.Chmod(tmp, mode); err != nil { // a tmp left over may have had another mode
-		return fmt.Errorf("certs: %w", err)
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		return errors.Join(fmt.Errorf("certs: %w", err), os.Remove(tmp))
-	}
-	return nil
 }
 
 func serial() *big.Int {

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/eddy-stream/eddy/internal/atomicfile"
 	"github.com/eddy-stream/eddy/proto/rpc"
 	"github.com/eddy-stream/eddy/scheduler/auth"
 	"github.com/eddy-stream/eddy/scheduler/fsm"
@@ -204,14 +205,7 @@ func writeSecret(path, secret string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, []byte(secret+"\n"), 0o600); err != nil {
-		return err
-	}
-	if err := os.Chmod(tmp, 0o600); err != nil { // an old tmp kept its mode
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, []byte(secret+"\n"), 0o600)
 }
 
 // AdminTokenFile is where this member writes the bootstrap admin token

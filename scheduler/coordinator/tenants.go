@@ -88,7 +88,7 @@ func (c *Coordinator) deleteTenant(ctx context.Context, _ *term, req *eddyv1.Del
 	case errors.Is(err, fsm.ErrTenantNotFound):
 		return nil, notFound("tenant %s not found", id)
 	case errors.Is(err, fsm.ErrTenantInUse):
-		n := c.fsm.LiveJobs(id)
+		n := c.fsm.TenantUsage(id).Jobs
 		return nil, status.Errorf(codes.FailedPrecondition, "tenant %s has %d jobs that have not ended: cancel them first", id, n)
 	case err != nil:
 		return nil, err
@@ -261,7 +261,7 @@ func (c *Coordinator) checkSubmitQuotas(tenant, requestID string, tasks int) err
 			"tenant %s: the job needs %d slots, more than its quota slots=%d: lower its parallelism or ask an admin to raise the quota", tenant, tasks, q.Slots)
 	}
 	if q.Jobs > 0 {
-		if n := c.fsm.LiveJobs(tenant); n >= q.Jobs {
+		if n := c.fsm.TenantUsage(tenant).Jobs; n >= q.Jobs {
 			return quotaReached(tenant, "jobs", int64(q.Jobs), plural(n, "job")+" running", "cancel one or ask an admin to raise it")
 		}
 	}

@@ -39,21 +39,12 @@ func (a *applier) checkCountQuota(tenant string, kind CommandType) error {
 		return nil // the caller checked the tenant
 	}
 	e := &QuotaError{Tenant: tenant}
+	u := a.st.usage(tenant)
 	switch kind {
 	case TypeSubmitJob:
-		e.Quota, e.Limit = "jobs", t.Quota.Jobs
-		for _, j := range a.st.jobs {
-			if j.Tenant == tenant && !j.State.Terminal() {
-				e.Used++
-			}
-		}
+		e.Quota, e.Limit, e.Used = "jobs", t.Quota.Jobs, u.Jobs
 	case TypeRegisterModule:
-		e.Quota, e.Limit = "modules", t.Quota.Modules
-		for k, versions := range a.st.modules {
-			if k.tenant == tenant {
-				e.Used += len(versions)
-			}
-		}
+		e.Quota, e.Limit, e.Used = "modules", t.Quota.Modules, u.Modules
 	}
 	if e.Limit > 0 && e.Used >= e.Limit {
 		return e
@@ -123,8 +114,12 @@ func (j *Job) StoredCheckpointBytes() int64 {
 func (f *FSM) TenantUsage(tenant string) Usage {
 	f.mu.RLock()
 	defer f.mu.RUnlock()
+	return f.st.usage(tenant)
+}
+
+func (s *state) usage(tenant string) Usage {
 	var u Usage
-	for _, j := range f.st.jobs {
+	for _, j := range s.jobs {
 		if j.Tenant != tenant {
 			continue
 		}
@@ -134,7 +129,7 @@ func (f *FSM) TenantUsage(tenant string) Usage {
 		}
 		u.CheckpointBytes += j.StoredCheckpointBytes()
 	}
-	for k, versions := range f.st.modules {
+	for k, versions := range s.modules {
 		if k.tenant == tenant {
 			u.Modules += len(versions)
 		}

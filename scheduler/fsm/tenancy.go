@@ -305,13 +305,7 @@ func (a *applier) deleteTenant(c *DeleteTenant) (any, error) {
 	if c.ID == DefaultTenant {
 		return nil, fmt.Errorf("tenant %q cannot be deleted: %w", c.ID, ErrTenantInUse)
 	}
-	live := 0
-	for _, j := range a.st.jobs {
-		if j.Tenant == c.ID && !j.State.Terminal() {
-			live++
-		}
-	}
-	if live > 0 {
+	if live := a.st.usage(c.ID).Jobs; live > 0 {
 		return nil, fmt.Errorf("tenant %q has %d jobs that have not ended: cancel them first: %w", c.ID, live, ErrTenantInUse)
 	}
 	for id, j := range a.st.jobs {
@@ -379,17 +373,4 @@ func (f *FSM) Audit(after uint64, limit int) []AuditEntry {
 		out = out[:limit]
 	}
 	return slices.Clone(out)
-}
-
-// LiveJobs counts a tenant's jobs that are not terminal.
-func (f *FSM) LiveJobs(tenant string) int {
-	f.mu.RLock()
-	defer f.mu.RUnlock()
-	n := 0
-	for _, j := range f.st.jobs {
-		if j.Tenant == tenant && !j.State.Terminal() {
-			n++
-		}
-	}
-	return n
 }
