@@ -210,6 +210,10 @@ type TriggerCheckpoint struct {
 	Attempt   int    `json:"attempt"`
 	ID        uint64 `json:"id"`
 	Savepoint bool   `json:"savepoint,omitempty"`
+	// Swap names the job's swap in flight (state PREPARING, same attempt)
+	// that this savepoint carries out: Savepoint must be set, and the swap
+	// becomes SWAPPING with this checkpoint as its savepoint.
+	Swap uint64 `json:"swap,omitempty"`
 }
 
 // CheckpointCompleted records that the checkpoint in flight completed: every
@@ -233,6 +237,9 @@ type CheckpointCompleted struct {
 	// Retain is how many completed checkpoints the job keeps (at least 1;
 	// ignored for a savepoint).
 	Retain int `json:"retain,omitempty"`
+	// SwapPause is, for a swap savepoint, the longest time a task of the
+	// swapped node held its input for the swap.
+	SwapPause time.Duration `json:"swap_pause,omitempty"`
 }
 
 // CheckpointFailed fails the checkpoint in flight with id ID (timed out,

@@ -183,6 +183,15 @@ type Job struct {
 	// (superseded, failed, or copied into a savepoint) whose files the
 	// leader still has to delete; it clears them with CheckpointsDeleted.
 	CheckpointsToDelete []uint64 `json:"checkpoints_to_delete,omitempty"`
+
+	// Overrides are the nodes whose module or configuration a completed
+	// hot swap changed, sorted by node: deployments apply them to the spec.
+	Overrides []NodeOverride `json:"overrides,omitempty"`
+	// Swaps is the job's hot-swap history, oldest first, at most
+	// MaxSwapHistory; the swap in flight, if any, is the last.
+	Swaps []Swap `json:"swaps,omitempty"`
+	// SwapSeq is the id of the last swap begun.
+	SwapSeq uint64 `json:"swap_seq,omitempty"`
 }
 
 // MaxFailedCheckpoints bounds Job.FailedCheckpoints.
@@ -195,6 +204,9 @@ type Checkpoint struct {
 	Attempt int    `json:"attempt"`
 	// Savepoint: a user-triggered savepoint, not a periodic checkpoint.
 	Savepoint bool `json:"savepoint,omitempty"`
+	// Swap is the id of the hot swap this savepoint carries out (a
+	// savepoint of kind swap); 0 for any other.
+	Swap uint64 `json:"swap,omitempty"`
 	// Location is the key of the checkpoint manifest in the job's
 	// checkpoint storage (for a savepoint, the one in its self-contained
 	// copy); set once completed.
@@ -259,6 +271,8 @@ func (j *Job) clone() Job {
 	}
 	c.FailedCheckpoints = slices.Clone(j.FailedCheckpoints)
 	c.CheckpointsToDelete = slices.Clone(j.CheckpointsToDelete)
+	c.Overrides = slices.Clone(j.Overrides)
+	c.Swaps = slices.Clone(j.Swaps)
 	return c
 }
 

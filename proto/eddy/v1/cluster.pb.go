@@ -467,7 +467,11 @@ type HeartbeatRequest struct {
 	// resend an entry (a retried call), which the leader recognises by its
 	// worker_seq. A worker that ships lines asks for a short wait_ms, so
 	// that the lines that follow go soon.
-	Logs          []*LogEntry `protobuf:"bytes,6,rep,name=logs,proto3" json:"logs,omitempty"`
+	Logs []*LogEntry `protobuf:"bytes,6,rep,name=logs,proto3" json:"logs,omitempty"`
+	// Outcomes of the swaps the leader asked the worker to prepare
+	// (HeartbeatResponse.prepare_swaps): repeated in every heartbeat while
+	// the leader still lists the swap, so a lost answer is sent again.
+	SwapPrepared  []*SwapPrepared `protobuf:"bytes,7,rep,name=swap_prepared,json=swapPrepared,proto3" json:"swap_prepared,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -544,6 +548,259 @@ func (x *HeartbeatRequest) GetLogs() []*LogEntry {
 	return nil
 }
 
+func (x *HeartbeatRequest) GetSwapPrepared() []*SwapPrepared {
+	if x != nil {
+		return x.SwapPrepared
+	}
+	return nil
+}
+
+// SwapPrepare asks the worker to prepare a hot swap of one node of a job
+// attempt (docs/rfcs/2026-12-02-hot-swap.md): fetch and compile the
+// module, and for every local task of the node instantiate it, open it
+// with config_json and compare the states it declares with the running
+// version's. Listed in every heartbeat answer while the swap is being
+// prepared; the worker prepares each swap_id once and reports the outcome
+// in SwapPrepared. A worker with no task of the node reports ok.
+type SwapPrepare struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	JobId   string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Attempt uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	// Increases per job; names the swap in barriers and reports.
+	SwapId uint64     `protobuf:"varint,3,opt,name=swap_id,json=swapId,proto3" json:"swap_id,omitempty"`
+	Node   string     `protobuf:"bytes,4,opt,name=node,proto3" json:"node,omitempty"`
+	Module *ModuleRef `protobuf:"bytes,5,opt,name=module,proto3" json:"module,omitempty"`
+	// The node's configuration for the new version, as JSON.
+	ConfigJson []byte `protobuf:"bytes,6,opt,name=config_json,json=configJson,proto3" json:"config_json,omitempty"`
+	// A state the running version declared and the new one does not is
+	// dropped instead of refusing the swap (Flink's allowNonRestoredState).
+	AllowDroppedState bool `protobuf:"varint,7,opt,name=allow_dropped_state,json=allowDroppedState,proto3" json:"allow_dropped_state,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *SwapPrepare) Reset() {
+	*x = SwapPrepare{}
+	mi := &file_eddy_v1_cluster_proto_msgTypes[7]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SwapPrepare) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SwapPrepare) ProtoMessage() {}
+
+func (x *SwapPrepare) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_cluster_proto_msgTypes[7]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SwapPrepare.ProtoReflect.Descriptor instead.
+func (*SwapPrepare) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{7}
+}
+
+func (x *SwapPrepare) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *SwapPrepare) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *SwapPrepare) GetSwapId() uint64 {
+	if x != nil {
+		return x.SwapId
+	}
+	return 0
+}
+
+func (x *SwapPrepare) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *SwapPrepare) GetModule() *ModuleRef {
+	if x != nil {
+		return x.Module
+	}
+	return nil
+}
+
+func (x *SwapPrepare) GetConfigJson() []byte {
+	if x != nil {
+		return x.ConfigJson
+	}
+	return nil
+}
+
+func (x *SwapPrepare) GetAllowDroppedState() bool {
+	if x != nil {
+		return x.AllowDroppedState
+	}
+	return false
+}
+
+// SwapPrepared is a worker's outcome of a SwapPrepare.
+type SwapPrepared struct {
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	JobId   string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	Attempt uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	SwapId  uint64                 `protobuf:"varint,3,opt,name=swap_id,json=swapId,proto3" json:"swap_id,omitempty"`
+	// True: every local task of the node holds a prepared instance, to be
+	// installed at the barrier of the swap's savepoint.
+	Ok bool `protobuf:"varint,4,opt,name=ok,proto3" json:"ok,omitempty"`
+	// Why not, one line, as the user sees it.
+	Reason        string `protobuf:"bytes,5,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SwapPrepared) Reset() {
+	*x = SwapPrepared{}
+	mi := &file_eddy_v1_cluster_proto_msgTypes[8]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SwapPrepared) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SwapPrepared) ProtoMessage() {}
+
+func (x *SwapPrepared) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_cluster_proto_msgTypes[8]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SwapPrepared.ProtoReflect.Descriptor instead.
+func (*SwapPrepared) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{8}
+}
+
+func (x *SwapPrepared) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *SwapPrepared) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+func (x *SwapPrepared) GetSwapId() uint64 {
+	if x != nil {
+		return x.SwapId
+	}
+	return 0
+}
+
+func (x *SwapPrepared) GetOk() bool {
+	if x != nil {
+		return x.Ok
+	}
+	return false
+}
+
+func (x *SwapPrepared) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// NodeOverride replaces the module and configuration the spec gives a
+// node: the result of a completed hot swap, so that later attempts run
+// the version the job was swapped to.
+type NodeOverride struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Node          string                 `protobuf:"bytes,1,opt,name=node,proto3" json:"node,omitempty"`
+	Module        *ModuleRef             `protobuf:"bytes,2,opt,name=module,proto3" json:"module,omitempty"`
+	ConfigJson    []byte                 `protobuf:"bytes,3,opt,name=config_json,json=configJson,proto3" json:"config_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeOverride) Reset() {
+	*x = NodeOverride{}
+	mi := &file_eddy_v1_cluster_proto_msgTypes[9]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeOverride) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeOverride) ProtoMessage() {}
+
+func (x *NodeOverride) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_cluster_proto_msgTypes[9]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeOverride.ProtoReflect.Descriptor instead.
+func (*NodeOverride) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{9}
+}
+
+func (x *NodeOverride) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *NodeOverride) GetModule() *ModuleRef {
+	if x != nil {
+		return x.Module
+	}
+	return nil
+}
+
+func (x *NodeOverride) GetConfigJson() []byte {
+	if x != nil {
+		return x.ConfigJson
+	}
+	return nil
+}
+
 // ModuleRef is a module reference of a job spec pinned to one version at
 // submission, so that every task and every restart runs the same bytes.
 type ModuleRef struct {
@@ -561,7 +818,7 @@ type ModuleRef struct {
 
 func (x *ModuleRef) Reset() {
 	*x = ModuleRef{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[7]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -573,7 +830,7 @@ func (x *ModuleRef) String() string {
 func (*ModuleRef) ProtoMessage() {}
 
 func (x *ModuleRef) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[7]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -586,7 +843,7 @@ func (x *ModuleRef) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ModuleRef.ProtoReflect.Descriptor instead.
 func (*ModuleRef) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{7}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *ModuleRef) GetRef() string {
@@ -635,7 +892,7 @@ type TaskPlacement struct {
 
 func (x *TaskPlacement) Reset() {
 	*x = TaskPlacement{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[8]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -647,7 +904,7 @@ func (x *TaskPlacement) String() string {
 func (*TaskPlacement) ProtoMessage() {}
 
 func (x *TaskPlacement) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[8]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -660,7 +917,7 @@ func (x *TaskPlacement) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskPlacement.ProtoReflect.Descriptor instead.
 func (*TaskPlacement) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{8}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *TaskPlacement) GetTaskId() string {
@@ -742,14 +999,18 @@ type Deployment struct {
 	// Bounds of the job's tenant (its quota) that the worker applies to each
 	// task of the deployment; absent or zero fields: the worker's own
 	// defaults.
-	Limits        *TaskLimits `protobuf:"bytes,12,opt,name=limits,proto3" json:"limits,omitempty"`
+	Limits *TaskLimits `protobuf:"bytes,12,opt,name=limits,proto3" json:"limits,omitempty"`
+	// Nodes whose module or configuration a completed hot swap changed: the
+	// worker applies them to the spec before it builds the job graph. Their
+	// modules are in `modules` too.
+	Overrides     []*NodeOverride `protobuf:"bytes,13,rep,name=overrides,proto3" json:"overrides,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Deployment) Reset() {
 	*x = Deployment{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[9]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -761,7 +1022,7 @@ func (x *Deployment) String() string {
 func (*Deployment) ProtoMessage() {}
 
 func (x *Deployment) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[9]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -774,7 +1035,7 @@ func (x *Deployment) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Deployment.ProtoReflect.Descriptor instead.
 func (*Deployment) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{9}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *Deployment) GetJobId() string {
@@ -861,6 +1122,13 @@ func (x *Deployment) GetLimits() *TaskLimits {
 	return nil
 }
 
+func (x *Deployment) GetOverrides() []*NodeOverride {
+	if x != nil {
+		return x.Overrides
+	}
+	return nil
+}
+
 // TaskLimits bounds one task of a tenant's job (see fsm.Quota). Zero: no
 // bound of the tenant's own.
 type TaskLimits struct {
@@ -880,7 +1148,7 @@ type TaskLimits struct {
 
 func (x *TaskLimits) Reset() {
 	*x = TaskLimits{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[10]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -892,7 +1160,7 @@ func (x *TaskLimits) String() string {
 func (*TaskLimits) ProtoMessage() {}
 
 func (x *TaskLimits) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[10]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -905,7 +1173,7 @@ func (x *TaskLimits) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TaskLimits.ProtoReflect.Descriptor instead.
 func (*TaskLimits) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{10}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *TaskLimits) GetMemoryBytes() uint64 {
@@ -952,15 +1220,19 @@ type CheckpointTrigger struct {
 	JobId   string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
 	Attempt uint32                 `protobuf:"varint,2,opt,name=attempt,proto3" json:"attempt,omitempty"`
 	// Increases per job, across attempts.
-	CheckpointId  uint64         `protobuf:"varint,3,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
-	Kind          CheckpointKind `protobuf:"varint,4,opt,name=kind,proto3,enum=eddy.v1.CheckpointKind" json:"kind,omitempty"`
+	CheckpointId uint64         `protobuf:"varint,3,opt,name=checkpoint_id,json=checkpointId,proto3" json:"checkpoint_id,omitempty"`
+	Kind         CheckpointKind `protobuf:"varint,4,opt,name=kind,proto3,enum=eddy.v1.CheckpointKind" json:"kind,omitempty"`
+	// Kind SWAP: the swap whose prepared instances the tasks of swap_node
+	// install at this savepoint's barrier.
+	SwapId        uint64 `protobuf:"varint,5,opt,name=swap_id,json=swapId,proto3" json:"swap_id,omitempty"`
+	SwapNode      string `protobuf:"bytes,6,opt,name=swap_node,json=swapNode,proto3" json:"swap_node,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *CheckpointTrigger) Reset() {
 	*x = CheckpointTrigger{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[11]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -972,7 +1244,7 @@ func (x *CheckpointTrigger) String() string {
 func (*CheckpointTrigger) ProtoMessage() {}
 
 func (x *CheckpointTrigger) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[11]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -985,7 +1257,7 @@ func (x *CheckpointTrigger) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointTrigger.ProtoReflect.Descriptor instead.
 func (*CheckpointTrigger) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{11}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *CheckpointTrigger) GetJobId() string {
@@ -1016,6 +1288,20 @@ func (x *CheckpointTrigger) GetKind() CheckpointKind {
 	return CheckpointKind_CHECKPOINT_KIND_UNSPECIFIED
 }
 
+func (x *CheckpointTrigger) GetSwapId() uint64 {
+	if x != nil {
+		return x.SwapId
+	}
+	return 0
+}
+
+func (x *CheckpointTrigger) GetSwapNode() string {
+	if x != nil {
+		return x.SwapNode
+	}
+	return ""
+}
+
 // CheckpointCompletion tells the worker that a checkpoint of a job attempt
 // is committed: its sinks publish what they staged up to checkpoint_id
 // (two-phase commit). Only the latest completed checkpoint of the current
@@ -1032,7 +1318,7 @@ type CheckpointCompletion struct {
 
 func (x *CheckpointCompletion) Reset() {
 	*x = CheckpointCompletion{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[12]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1044,7 +1330,7 @@ func (x *CheckpointCompletion) String() string {
 func (*CheckpointCompletion) ProtoMessage() {}
 
 func (x *CheckpointCompletion) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[12]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1057,7 +1343,7 @@ func (x *CheckpointCompletion) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CheckpointCompletion.ProtoReflect.Descriptor instead.
 func (*CheckpointCompletion) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{12}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *CheckpointCompletion) GetJobId() string {
@@ -1104,14 +1390,17 @@ type HeartbeatResponse struct {
 	// The index of the leader's state this answer was computed from, for
 	// the next request's state_index. A leader that answers with 0 does not
 	// hold answers: the worker calls again after heartbeat_interval_ms.
-	StateIndex    uint64 `protobuf:"varint,8,opt,name=state_index,json=stateIndex,proto3" json:"state_index,omitempty"`
+	StateIndex uint64 `protobuf:"varint,8,opt,name=state_index,json=stateIndex,proto3" json:"state_index,omitempty"`
+	// Hot swaps to prepare (see SwapPrepare), of the job attempts the
+	// worker runs tasks of.
+	PrepareSwaps  []*SwapPrepare `protobuf:"bytes,9,rep,name=prepare_swaps,json=prepareSwaps,proto3" json:"prepare_swaps,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
 
 func (x *HeartbeatResponse) Reset() {
 	*x = HeartbeatResponse{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[13]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1123,7 +1412,7 @@ func (x *HeartbeatResponse) String() string {
 func (*HeartbeatResponse) ProtoMessage() {}
 
 func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[13]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1136,7 +1425,7 @@ func (x *HeartbeatResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HeartbeatResponse.ProtoReflect.Descriptor instead.
 func (*HeartbeatResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{13}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *HeartbeatResponse) GetDeployments() []*Deployment {
@@ -1195,6 +1484,13 @@ func (x *HeartbeatResponse) GetStateIndex() uint64 {
 	return 0
 }
 
+func (x *HeartbeatResponse) GetPrepareSwaps() []*SwapPrepare {
+	if x != nil {
+		return x.PrepareSwaps
+	}
+	return nil
+}
+
 type AckCheckpointRequest struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	JobId        string                 `protobuf:"bytes,1,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
@@ -1224,7 +1520,7 @@ type AckCheckpointRequest struct {
 
 func (x *AckCheckpointRequest) Reset() {
 	*x = AckCheckpointRequest{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[14]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[17]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1236,7 +1532,7 @@ func (x *AckCheckpointRequest) String() string {
 func (*AckCheckpointRequest) ProtoMessage() {}
 
 func (x *AckCheckpointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[14]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[17]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1249,7 +1545,7 @@ func (x *AckCheckpointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckCheckpointRequest.ProtoReflect.Descriptor instead.
 func (*AckCheckpointRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{14}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{17}
 }
 
 func (x *AckCheckpointRequest) GetJobId() string {
@@ -1334,7 +1630,7 @@ type AckCheckpointResponse struct {
 
 func (x *AckCheckpointResponse) Reset() {
 	*x = AckCheckpointResponse{}
-	mi := &file_eddy_v1_cluster_proto_msgTypes[15]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[18]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1346,7 +1642,7 @@ func (x *AckCheckpointResponse) String() string {
 func (*AckCheckpointResponse) ProtoMessage() {}
 
 func (x *AckCheckpointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_cluster_proto_msgTypes[15]
+	mi := &file_eddy_v1_cluster_proto_msgTypes[18]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1359,7 +1655,7 @@ func (x *AckCheckpointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use AckCheckpointResponse.ProtoReflect.Descriptor instead.
 func (*AckCheckpointResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{15}
+	return file_eddy_v1_cluster_proto_rawDescGZIP(), []int{18}
 }
 
 func (x *AckCheckpointResponse) GetAccepted() bool {
@@ -1411,7 +1707,7 @@ const file_eddy_v1_cluster_proto_rawDesc = "" +
 	"\x05state\x18\x02 \x01(\x0e2\x12.eddy.v1.TaskStateR\x05state\x12.\n" +
 	"\ametrics\x18\x03 \x01(\v2\x14.eddy.v1.TaskMetricsR\ametrics\x12\x14\n" +
 	"\x05error\x18\x04 \x01(\tR\x05error\x12:\n" +
-	"\x19failed_restore_checkpoint\x18\x05 \x01(\x04R\x17failedRestoreCheckpoint\"\xdc\x01\n" +
+	"\x19failed_restore_checkpoint\x18\x05 \x01(\x04R\x17failedRestoreCheckpoint\"\x98\x02\n" +
 	"\x10HeartbeatRequest\x12\x1b\n" +
 	"\tworker_id\x18\x01 \x01(\tR\bworkerId\x12\x1f\n" +
 	"\vinstance_id\x18\x02 \x01(\tR\n" +
@@ -1420,7 +1716,28 @@ const file_eddy_v1_cluster_proto_rawDesc = "" +
 	"\vstate_index\x18\x04 \x01(\x04R\n" +
 	"stateIndex\x12\x17\n" +
 	"\await_ms\x18\x05 \x01(\rR\x06waitMs\x12%\n" +
-	"\x04logs\x18\x06 \x03(\v2\x11.eddy.v1.LogEntryR\x04logs\"c\n" +
+	"\x04logs\x18\x06 \x03(\v2\x11.eddy.v1.LogEntryR\x04logs\x12:\n" +
+	"\rswap_prepared\x18\a \x03(\v2\x15.eddy.v1.SwapPreparedR\fswapPrepared\"\xe8\x01\n" +
+	"\vSwapPrepare\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x17\n" +
+	"\aswap_id\x18\x03 \x01(\x04R\x06swapId\x12\x12\n" +
+	"\x04node\x18\x04 \x01(\tR\x04node\x12*\n" +
+	"\x06module\x18\x05 \x01(\v2\x12.eddy.v1.ModuleRefR\x06module\x12\x1f\n" +
+	"\vconfig_json\x18\x06 \x01(\fR\n" +
+	"configJson\x12.\n" +
+	"\x13allow_dropped_state\x18\a \x01(\bR\x11allowDroppedState\"\x80\x01\n" +
+	"\fSwapPrepared\x12\x15\n" +
+	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
+	"\aattempt\x18\x02 \x01(\rR\aattempt\x12\x17\n" +
+	"\aswap_id\x18\x03 \x01(\x04R\x06swapId\x12\x0e\n" +
+	"\x02ok\x18\x04 \x01(\bR\x02ok\x12\x16\n" +
+	"\x06reason\x18\x05 \x01(\tR\x06reason\"o\n" +
+	"\fNodeOverride\x12\x12\n" +
+	"\x04node\x18\x01 \x01(\tR\x04node\x12*\n" +
+	"\x06module\x18\x02 \x01(\v2\x12.eddy.v1.ModuleRefR\x06module\x12\x1f\n" +
+	"\vconfig_json\x18\x03 \x01(\fR\n" +
+	"configJson\"c\n" +
 	"\tModuleRef\x12\x10\n" +
 	"\x03ref\x18\x01 \x01(\tR\x03ref\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x18\n" +
@@ -1431,7 +1748,7 @@ const file_eddy_v1_cluster_proto_rawDesc = "" +
 	"\x05chain\x18\x02 \x01(\tR\x05chain\x12\x18\n" +
 	"\asubtask\x18\x03 \x01(\rR\asubtask\x12\x1b\n" +
 	"\tworker_id\x18\x04 \x01(\tR\bworkerId\x12!\n" +
-	"\fdata_address\x18\x05 \x01(\tR\vdataAddress\"\xbe\x03\n" +
+	"\fdata_address\x18\x05 \x01(\tR\vdataAddress\"\xf3\x03\n" +
 	"\n" +
 	"Deployment\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
@@ -1448,7 +1765,8 @@ const file_eddy_v1_cluster_proto_rawDesc = "" +
 	"\x12restore_checkpoint\x18\n" +
 	" \x01(\x04R\x11restoreCheckpoint\x12\x1b\n" +
 	"\tcpu_share\x18\v \x01(\rR\bcpuShare\x12+\n" +
-	"\x06limits\x18\f \x01(\v2\x13.eddy.v1.TaskLimitsR\x06limits\"\xba\x01\n" +
+	"\x06limits\x18\f \x01(\v2\x13.eddy.v1.TaskLimitsR\x06limits\x123\n" +
+	"\toverrides\x18\r \x03(\v2\x15.eddy.v1.NodeOverrideR\toverrides\"\xba\x01\n" +
 	"\n" +
 	"TaskLimits\x12!\n" +
 	"\fmemory_bytes\x18\x01 \x01(\x04R\vmemoryBytes\x12&\n" +
@@ -1457,16 +1775,18 @@ const file_eddy_v1_cluster_proto_rawDesc = "" +
 	"emit_bytes\x18\x03 \x01(\x04R\temitBytes\x12!\n" +
 	"\femit_records\x18\x04 \x01(\x04R\vemitRecords\x12\x1f\n" +
 	"\vstate_bytes\x18\x05 \x01(\x04R\n" +
-	"stateBytes\"\x96\x01\n" +
+	"stateBytes\"\xcc\x01\n" +
 	"\x11CheckpointTrigger\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12#\n" +
 	"\rcheckpoint_id\x18\x03 \x01(\x04R\fcheckpointId\x12+\n" +
-	"\x04kind\x18\x04 \x01(\x0e2\x17.eddy.v1.CheckpointKindR\x04kind\"l\n" +
+	"\x04kind\x18\x04 \x01(\x0e2\x17.eddy.v1.CheckpointKindR\x04kind\x12\x17\n" +
+	"\aswap_id\x18\x05 \x01(\x04R\x06swapId\x12\x1b\n" +
+	"\tswap_node\x18\x06 \x01(\tR\bswapNode\"l\n" +
 	"\x14CheckpointCompletion\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12#\n" +
-	"\rcheckpoint_id\x18\x03 \x01(\x04R\fcheckpointId\"\xc4\x03\n" +
+	"\rcheckpoint_id\x18\x03 \x01(\x04R\fcheckpointId\"\xff\x03\n" +
 	"\x11HeartbeatResponse\x125\n" +
 	"\vdeployments\x18\x01 \x03(\v2\x13.eddy.v1.DeploymentR\vdeployments\x123\n" +
 	"\fcancel_tasks\x18\x02 \x03(\v2\x10.eddy.v1.TaskRefR\vcancelTasks\x12\x1f\n" +
@@ -1477,7 +1797,8 @@ const file_eddy_v1_cluster_proto_rawDesc = "" +
 	"\x13trigger_checkpoints\x18\x06 \x03(\v2\x1a.eddy.v1.CheckpointTriggerR\x12triggerCheckpoints\x12R\n" +
 	"\x15completed_checkpoints\x18\a \x03(\v2\x1d.eddy.v1.CheckpointCompletionR\x14completedCheckpoints\x12\x1f\n" +
 	"\vstate_index\x18\b \x01(\x04R\n" +
-	"stateIndex\"\xeb\x02\n" +
+	"stateIndex\x129\n" +
+	"\rprepare_swaps\x18\t \x03(\v2\x14.eddy.v1.SwapPrepareR\fprepareSwaps\"\xeb\x02\n" +
 	"\x14AckCheckpointRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12#\n" +
@@ -1512,7 +1833,7 @@ func file_eddy_v1_cluster_proto_rawDescGZIP() []byte {
 	return file_eddy_v1_cluster_proto_rawDescData
 }
 
-var file_eddy_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_eddy_v1_cluster_proto_msgTypes = make([]protoimpl.MessageInfo, 19)
 var file_eddy_v1_cluster_proto_goTypes = []any{
 	(*FetchModuleRequest)(nil),     // 0: eddy.v1.FetchModuleRequest
 	(*FetchModuleResponse)(nil),    // 1: eddy.v1.FetchModuleResponse
@@ -1521,48 +1842,56 @@ var file_eddy_v1_cluster_proto_goTypes = []any{
 	(*TaskRef)(nil),                // 4: eddy.v1.TaskRef
 	(*TaskReport)(nil),             // 5: eddy.v1.TaskReport
 	(*HeartbeatRequest)(nil),       // 6: eddy.v1.HeartbeatRequest
-	(*ModuleRef)(nil),              // 7: eddy.v1.ModuleRef
-	(*TaskPlacement)(nil),          // 8: eddy.v1.TaskPlacement
-	(*Deployment)(nil),             // 9: eddy.v1.Deployment
-	(*TaskLimits)(nil),             // 10: eddy.v1.TaskLimits
-	(*CheckpointTrigger)(nil),      // 11: eddy.v1.CheckpointTrigger
-	(*CheckpointCompletion)(nil),   // 12: eddy.v1.CheckpointCompletion
-	(*HeartbeatResponse)(nil),      // 13: eddy.v1.HeartbeatResponse
-	(*AckCheckpointRequest)(nil),   // 14: eddy.v1.AckCheckpointRequest
-	(*AckCheckpointResponse)(nil),  // 15: eddy.v1.AckCheckpointResponse
-	(TaskState)(0),                 // 16: eddy.v1.TaskState
-	(*TaskMetrics)(nil),            // 17: eddy.v1.TaskMetrics
-	(*LogEntry)(nil),               // 18: eddy.v1.LogEntry
-	(CheckpointKind)(0),            // 19: eddy.v1.CheckpointKind
+	(*SwapPrepare)(nil),            // 7: eddy.v1.SwapPrepare
+	(*SwapPrepared)(nil),           // 8: eddy.v1.SwapPrepared
+	(*NodeOverride)(nil),           // 9: eddy.v1.NodeOverride
+	(*ModuleRef)(nil),              // 10: eddy.v1.ModuleRef
+	(*TaskPlacement)(nil),          // 11: eddy.v1.TaskPlacement
+	(*Deployment)(nil),             // 12: eddy.v1.Deployment
+	(*TaskLimits)(nil),             // 13: eddy.v1.TaskLimits
+	(*CheckpointTrigger)(nil),      // 14: eddy.v1.CheckpointTrigger
+	(*CheckpointCompletion)(nil),   // 15: eddy.v1.CheckpointCompletion
+	(*HeartbeatResponse)(nil),      // 16: eddy.v1.HeartbeatResponse
+	(*AckCheckpointRequest)(nil),   // 17: eddy.v1.AckCheckpointRequest
+	(*AckCheckpointResponse)(nil),  // 18: eddy.v1.AckCheckpointResponse
+	(TaskState)(0),                 // 19: eddy.v1.TaskState
+	(*TaskMetrics)(nil),            // 20: eddy.v1.TaskMetrics
+	(*LogEntry)(nil),               // 21: eddy.v1.LogEntry
+	(CheckpointKind)(0),            // 22: eddy.v1.CheckpointKind
 }
 var file_eddy_v1_cluster_proto_depIdxs = []int32{
 	4,  // 0: eddy.v1.TaskReport.task:type_name -> eddy.v1.TaskRef
-	16, // 1: eddy.v1.TaskReport.state:type_name -> eddy.v1.TaskState
-	17, // 2: eddy.v1.TaskReport.metrics:type_name -> eddy.v1.TaskMetrics
+	19, // 1: eddy.v1.TaskReport.state:type_name -> eddy.v1.TaskState
+	20, // 2: eddy.v1.TaskReport.metrics:type_name -> eddy.v1.TaskMetrics
 	5,  // 3: eddy.v1.HeartbeatRequest.tasks:type_name -> eddy.v1.TaskReport
-	18, // 4: eddy.v1.HeartbeatRequest.logs:type_name -> eddy.v1.LogEntry
-	7,  // 5: eddy.v1.Deployment.modules:type_name -> eddy.v1.ModuleRef
-	8,  // 6: eddy.v1.Deployment.placements:type_name -> eddy.v1.TaskPlacement
-	10, // 7: eddy.v1.Deployment.limits:type_name -> eddy.v1.TaskLimits
-	19, // 8: eddy.v1.CheckpointTrigger.kind:type_name -> eddy.v1.CheckpointKind
-	9,  // 9: eddy.v1.HeartbeatResponse.deployments:type_name -> eddy.v1.Deployment
-	4,  // 10: eddy.v1.HeartbeatResponse.cancel_tasks:type_name -> eddy.v1.TaskRef
-	4,  // 11: eddy.v1.HeartbeatResponse.released:type_name -> eddy.v1.TaskRef
-	11, // 12: eddy.v1.HeartbeatResponse.trigger_checkpoints:type_name -> eddy.v1.CheckpointTrigger
-	12, // 13: eddy.v1.HeartbeatResponse.completed_checkpoints:type_name -> eddy.v1.CheckpointCompletion
-	2,  // 14: eddy.v1.Cluster.RegisterWorker:input_type -> eddy.v1.RegisterWorkerRequest
-	6,  // 15: eddy.v1.Cluster.Heartbeat:input_type -> eddy.v1.HeartbeatRequest
-	14, // 16: eddy.v1.Cluster.AckCheckpoint:input_type -> eddy.v1.AckCheckpointRequest
-	0,  // 17: eddy.v1.Cluster.FetchModule:input_type -> eddy.v1.FetchModuleRequest
-	3,  // 18: eddy.v1.Cluster.RegisterWorker:output_type -> eddy.v1.RegisterWorkerResponse
-	13, // 19: eddy.v1.Cluster.Heartbeat:output_type -> eddy.v1.HeartbeatResponse
-	15, // 20: eddy.v1.Cluster.AckCheckpoint:output_type -> eddy.v1.AckCheckpointResponse
-	1,  // 21: eddy.v1.Cluster.FetchModule:output_type -> eddy.v1.FetchModuleResponse
-	18, // [18:22] is the sub-list for method output_type
-	14, // [14:18] is the sub-list for method input_type
-	14, // [14:14] is the sub-list for extension type_name
-	14, // [14:14] is the sub-list for extension extendee
-	0,  // [0:14] is the sub-list for field type_name
+	21, // 4: eddy.v1.HeartbeatRequest.logs:type_name -> eddy.v1.LogEntry
+	8,  // 5: eddy.v1.HeartbeatRequest.swap_prepared:type_name -> eddy.v1.SwapPrepared
+	10, // 6: eddy.v1.SwapPrepare.module:type_name -> eddy.v1.ModuleRef
+	10, // 7: eddy.v1.NodeOverride.module:type_name -> eddy.v1.ModuleRef
+	10, // 8: eddy.v1.Deployment.modules:type_name -> eddy.v1.ModuleRef
+	11, // 9: eddy.v1.Deployment.placements:type_name -> eddy.v1.TaskPlacement
+	13, // 10: eddy.v1.Deployment.limits:type_name -> eddy.v1.TaskLimits
+	9,  // 11: eddy.v1.Deployment.overrides:type_name -> eddy.v1.NodeOverride
+	22, // 12: eddy.v1.CheckpointTrigger.kind:type_name -> eddy.v1.CheckpointKind
+	12, // 13: eddy.v1.HeartbeatResponse.deployments:type_name -> eddy.v1.Deployment
+	4,  // 14: eddy.v1.HeartbeatResponse.cancel_tasks:type_name -> eddy.v1.TaskRef
+	4,  // 15: eddy.v1.HeartbeatResponse.released:type_name -> eddy.v1.TaskRef
+	14, // 16: eddy.v1.HeartbeatResponse.trigger_checkpoints:type_name -> eddy.v1.CheckpointTrigger
+	15, // 17: eddy.v1.HeartbeatResponse.completed_checkpoints:type_name -> eddy.v1.CheckpointCompletion
+	7,  // 18: eddy.v1.HeartbeatResponse.prepare_swaps:type_name -> eddy.v1.SwapPrepare
+	2,  // 19: eddy.v1.Cluster.RegisterWorker:input_type -> eddy.v1.RegisterWorkerRequest
+	6,  // 20: eddy.v1.Cluster.Heartbeat:input_type -> eddy.v1.HeartbeatRequest
+	17, // 21: eddy.v1.Cluster.AckCheckpoint:input_type -> eddy.v1.AckCheckpointRequest
+	0,  // 22: eddy.v1.Cluster.FetchModule:input_type -> eddy.v1.FetchModuleRequest
+	3,  // 23: eddy.v1.Cluster.RegisterWorker:output_type -> eddy.v1.RegisterWorkerResponse
+	16, // 24: eddy.v1.Cluster.Heartbeat:output_type -> eddy.v1.HeartbeatResponse
+	18, // 25: eddy.v1.Cluster.AckCheckpoint:output_type -> eddy.v1.AckCheckpointResponse
+	1,  // 26: eddy.v1.Cluster.FetchModule:output_type -> eddy.v1.FetchModuleResponse
+	23, // [23:27] is the sub-list for method output_type
+	19, // [19:23] is the sub-list for method input_type
+	19, // [19:19] is the sub-list for extension type_name
+	19, // [19:19] is the sub-list for extension extendee
+	0,  // [0:19] is the sub-list for field type_name
 }
 
 func init() { file_eddy_v1_cluster_proto_init() }
@@ -1577,7 +1906,7 @@ func file_eddy_v1_cluster_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_eddy_v1_cluster_proto_rawDesc), len(file_eddy_v1_cluster_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   16,
+			NumMessages:   19,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -196,6 +196,9 @@ const (
 	CheckpointKind_CHECKPOINT_KIND_CHECKPOINT CheckpointKind = 1
 	// Triggered by a user, self-contained, kept until the user deletes it.
 	CheckpointKind_CHECKPOINT_KIND_SAVEPOINT CheckpointKind = 2
+	// A savepoint at whose barrier the tasks of one node replace their
+	// module (hot swap): self-contained like a savepoint.
+	CheckpointKind_CHECKPOINT_KIND_SWAP CheckpointKind = 3
 )
 
 // Enum value maps for CheckpointKind.
@@ -204,11 +207,13 @@ var (
 		0: "CHECKPOINT_KIND_UNSPECIFIED",
 		1: "CHECKPOINT_KIND_CHECKPOINT",
 		2: "CHECKPOINT_KIND_SAVEPOINT",
+		3: "CHECKPOINT_KIND_SWAP",
 	}
 	CheckpointKind_value = map[string]int32{
 		"CHECKPOINT_KIND_UNSPECIFIED": 0,
 		"CHECKPOINT_KIND_CHECKPOINT":  1,
 		"CHECKPOINT_KIND_SAVEPOINT":   2,
+		"CHECKPOINT_KIND_SWAP":        3,
 	}
 )
 
@@ -580,11 +585,12 @@ const file_eddy_v1_common_proto_rawDesc = "" +
 	"\x14TASK_STATE_CANCELING\x10\x04\x12\x17\n" +
 	"\x13TASK_STATE_FINISHED\x10\x05\x12\x15\n" +
 	"\x11TASK_STATE_FAILED\x10\x06\x12\x17\n" +
-	"\x13TASK_STATE_CANCELED\x10\a*p\n" +
+	"\x13TASK_STATE_CANCELED\x10\a*\x8a\x01\n" +
 	"\x0eCheckpointKind\x12\x1f\n" +
 	"\x1bCHECKPOINT_KIND_UNSPECIFIED\x10\x00\x12\x1e\n" +
 	"\x1aCHECKPOINT_KIND_CHECKPOINT\x10\x01\x12\x1d\n" +
-	"\x19CHECKPOINT_KIND_SAVEPOINT\x10\x02B2Z0github.com/eddy-stream/eddy/proto/eddy/v1;eddyv1b\x06proto3"
+	"\x19CHECKPOINT_KIND_SAVEPOINT\x10\x02\x12\x18\n" +
+	"\x14CHECKPOINT_KIND_SWAP\x10\x03B2Z0github.com/eddy-stream/eddy/proto/eddy/v1;eddyv1b\x06proto3"
 
 var (
 	file_eddy_v1_common_proto_rawDescOnce sync.Once

@@ -133,6 +133,78 @@ func (CheckpointState) EnumDescriptor() ([]byte, []int) {
 	return file_eddy_v1_control_proto_rawDescGZIP(), []int{1}
 }
 
+// SwapState is where a hot swap is.
+type SwapState int32
+
+const (
+	SwapState_SWAP_STATE_UNSPECIFIED SwapState = 0
+	// The workers of the node are preparing the new version.
+	SwapState_SWAP_STATE_PREPARING SwapState = 1
+	// Prepared everywhere; the swap savepoint is in flight.
+	SwapState_SWAP_STATE_SWAPPING SwapState = 2
+	// The swap savepoint completed: the node runs the new version. Until
+	// the next checkpoint completes, a task failure rolls the job back to
+	// the swap savepoint with the old version (rollback_armed).
+	SwapState_SWAP_STATE_SWAPPED SwapState = 3
+	// The prepare phase refused the new version; the job was not touched.
+	SwapState_SWAP_STATE_REFUSED SwapState = 4
+	// The swap did not complete (its savepoint failed, the attempt ended);
+	// the job restarted from its latest checkpoint with the old version.
+	SwapState_SWAP_STATE_FAILED SwapState = 5
+	// A task failed with the new version before the next checkpoint: the
+	// job was restored from the swap savepoint with the old version.
+	SwapState_SWAP_STATE_ROLLED_BACK SwapState = 6
+)
+
+// Enum value maps for SwapState.
+var (
+	SwapState_name = map[int32]string{
+		0: "SWAP_STATE_UNSPECIFIED",
+		1: "SWAP_STATE_PREPARING",
+		2: "SWAP_STATE_SWAPPING",
+		3: "SWAP_STATE_SWAPPED",
+		4: "SWAP_STATE_REFUSED",
+		5: "SWAP_STATE_FAILED",
+		6: "SWAP_STATE_ROLLED_BACK",
+	}
+	SwapState_value = map[string]int32{
+		"SWAP_STATE_UNSPECIFIED": 0,
+		"SWAP_STATE_PREPARING":   1,
+		"SWAP_STATE_SWAPPING":    2,
+		"SWAP_STATE_SWAPPED":     3,
+		"SWAP_STATE_REFUSED":     4,
+		"SWAP_STATE_FAILED":      5,
+		"SWAP_STATE_ROLLED_BACK": 6,
+	}
+)
+
+func (x SwapState) Enum() *SwapState {
+	p := new(SwapState)
+	*p = x
+	return p
+}
+
+func (x SwapState) String() string {
+	return protoimpl.X.EnumStringOf(x.Descriptor(), protoreflect.EnumNumber(x))
+}
+
+func (SwapState) Descriptor() protoreflect.EnumDescriptor {
+	return file_eddy_v1_control_proto_enumTypes[2].Descriptor()
+}
+
+func (SwapState) Type() protoreflect.EnumType {
+	return &file_eddy_v1_control_proto_enumTypes[2]
+}
+
+func (x SwapState) Number() protoreflect.EnumNumber {
+	return protoreflect.EnumNumber(x)
+}
+
+// Deprecated: Use SwapState.Descriptor instead.
+func (SwapState) EnumDescriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{2}
+}
+
 // CoordinatorRole is a coordinator's Raft role.
 type CoordinatorRole int32
 
@@ -171,11 +243,11 @@ func (x CoordinatorRole) String() string {
 }
 
 func (CoordinatorRole) Descriptor() protoreflect.EnumDescriptor {
-	return file_eddy_v1_control_proto_enumTypes[2].Descriptor()
+	return file_eddy_v1_control_proto_enumTypes[3].Descriptor()
 }
 
 func (CoordinatorRole) Type() protoreflect.EnumType {
-	return &file_eddy_v1_control_proto_enumTypes[2]
+	return &file_eddy_v1_control_proto_enumTypes[3]
 }
 
 func (x CoordinatorRole) Number() protoreflect.EnumNumber {
@@ -184,7 +256,7 @@ func (x CoordinatorRole) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use CoordinatorRole.Descriptor instead.
 func (CoordinatorRole) EnumDescriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{2}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{3}
 }
 
 // WorkerState is a worker's liveness as the leader judges it.
@@ -223,11 +295,11 @@ func (x WorkerState) String() string {
 }
 
 func (WorkerState) Descriptor() protoreflect.EnumDescriptor {
-	return file_eddy_v1_control_proto_enumTypes[3].Descriptor()
+	return file_eddy_v1_control_proto_enumTypes[4].Descriptor()
 }
 
 func (WorkerState) Type() protoreflect.EnumType {
-	return &file_eddy_v1_control_proto_enumTypes[3]
+	return &file_eddy_v1_control_proto_enumTypes[4]
 }
 
 func (x WorkerState) Number() protoreflect.EnumNumber {
@@ -236,7 +308,7 @@ func (x WorkerState) Number() protoreflect.EnumNumber {
 
 // Deprecated: Use WorkerState.Descriptor instead.
 func (WorkerState) EnumDescriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{3}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{4}
 }
 
 // TenantQuota bounds a tenant. Every field is optional: in SetQuota an
@@ -2578,7 +2650,12 @@ type JobStatusResponse struct {
 	Tasks []*TaskStatus `protobuf:"bytes,2,rep,name=tasks,proto3" json:"tasks,omitempty"`
 	// The most recent checkpoints and savepoints, newest first (a bounded
 	// number).
-	Checkpoints   []*CheckpointInfo `protobuf:"bytes,3,rep,name=checkpoints,proto3" json:"checkpoints,omitempty"`
+	Checkpoints []*CheckpointInfo `protobuf:"bytes,3,rep,name=checkpoints,proto3" json:"checkpoints,omitempty"`
+	// Every Wasm node of the job, in spec order, with the module version
+	// and configuration it runs (after the swaps that completed).
+	Nodes []*NodeInfo `protobuf:"bytes,4,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	// The job's hot swaps, oldest first (a bounded number).
+	Swaps         []*SwapRecord `protobuf:"bytes,5,rep,name=swaps,proto3" json:"swaps,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2634,6 +2711,393 @@ func (x *JobStatusResponse) GetCheckpoints() []*CheckpointInfo {
 	return nil
 }
 
+func (x *JobStatusResponse) GetNodes() []*NodeInfo {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+func (x *JobStatusResponse) GetSwaps() []*SwapRecord {
+	if x != nil {
+		return x.Swaps
+	}
+	return nil
+}
+
+// NodeInfo is one Wasm node of a job and the module it runs.
+type NodeInfo struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// "name@version".
+	Module        string `protobuf:"bytes,2,opt,name=module,proto3" json:"module,omitempty"`
+	Sha256        string `protobuf:"bytes,3,opt,name=sha256,proto3" json:"sha256,omitempty"`
+	ConfigJson    string `protobuf:"bytes,4,opt,name=config_json,json=configJson,proto3" json:"config_json,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NodeInfo) Reset() {
+	*x = NodeInfo{}
+	mi := &file_eddy_v1_control_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NodeInfo) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NodeInfo) ProtoMessage() {}
+
+func (x *NodeInfo) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
+func (*NodeInfo) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *NodeInfo) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *NodeInfo) GetModule() string {
+	if x != nil {
+		return x.Module
+	}
+	return ""
+}
+
+func (x *NodeInfo) GetSha256() string {
+	if x != nil {
+		return x.Sha256
+	}
+	return ""
+}
+
+func (x *NodeInfo) GetConfigJson() string {
+	if x != nil {
+		return x.ConfigJson
+	}
+	return ""
+}
+
+// SwapRecord is one hot swap of a job.
+type SwapRecord struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Increases per job.
+	SwapId uint64 `protobuf:"varint,1,opt,name=swap_id,json=swapId,proto3" json:"swap_id,omitempty"`
+	Node   string `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	// "name@version" before and after; equal when only the configuration
+	// changes.
+	FromModule    string    `protobuf:"bytes,3,opt,name=from_module,json=fromModule,proto3" json:"from_module,omitempty"`
+	ToModule      string    `protobuf:"bytes,4,opt,name=to_module,json=toModule,proto3" json:"to_module,omitempty"`
+	ConfigChanged bool      `protobuf:"varint,5,opt,name=config_changed,json=configChanged,proto3" json:"config_changed,omitempty"`
+	State         SwapState `protobuf:"varint,6,opt,name=state,proto3,enum=eddy.v1.SwapState" json:"state,omitempty"`
+	BeganUnixMs   int64     `protobuf:"varint,7,opt,name=began_unix_ms,json=beganUnixMs,proto3" json:"began_unix_ms,omitempty"`
+	// When it reached SWAPPED, REFUSED, FAILED or ROLLED_BACK.
+	EndedUnixMs int64 `protobuf:"varint,8,opt,name=ended_unix_ms,json=endedUnixMs,proto3" json:"ended_unix_ms,omitempty"`
+	// The swap savepoint, once triggered, and its path once completed.
+	SavepointId   uint64 `protobuf:"varint,9,opt,name=savepoint_id,json=savepointId,proto3" json:"savepoint_id,omitempty"`
+	SavepointPath string `protobuf:"bytes,10,opt,name=savepoint_path,json=savepointPath,proto3" json:"savepoint_path,omitempty"`
+	// The longest any task of the node held its input for the swap
+	// (alignment and instance switch).
+	PauseUs int64 `protobuf:"varint,11,opt,name=pause_us,json=pauseUs,proto3" json:"pause_us,omitempty"`
+	// Why it was refused, failed or rolled back.
+	Reason        string `protobuf:"bytes,12,opt,name=reason,proto3" json:"reason,omitempty"`
+	RollbackArmed bool   `protobuf:"varint,13,opt,name=rollback_armed,json=rollbackArmed,proto3" json:"rollback_armed,omitempty"`
+	// The attempt it was begun in.
+	Attempt       uint32 `protobuf:"varint,14,opt,name=attempt,proto3" json:"attempt,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SwapRecord) Reset() {
+	*x = SwapRecord{}
+	mi := &file_eddy_v1_control_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SwapRecord) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SwapRecord) ProtoMessage() {}
+
+func (x *SwapRecord) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SwapRecord.ProtoReflect.Descriptor instead.
+func (*SwapRecord) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *SwapRecord) GetSwapId() uint64 {
+	if x != nil {
+		return x.SwapId
+	}
+	return 0
+}
+
+func (x *SwapRecord) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *SwapRecord) GetFromModule() string {
+	if x != nil {
+		return x.FromModule
+	}
+	return ""
+}
+
+func (x *SwapRecord) GetToModule() string {
+	if x != nil {
+		return x.ToModule
+	}
+	return ""
+}
+
+func (x *SwapRecord) GetConfigChanged() bool {
+	if x != nil {
+		return x.ConfigChanged
+	}
+	return false
+}
+
+func (x *SwapRecord) GetState() SwapState {
+	if x != nil {
+		return x.State
+	}
+	return SwapState_SWAP_STATE_UNSPECIFIED
+}
+
+func (x *SwapRecord) GetBeganUnixMs() int64 {
+	if x != nil {
+		return x.BeganUnixMs
+	}
+	return 0
+}
+
+func (x *SwapRecord) GetEndedUnixMs() int64 {
+	if x != nil {
+		return x.EndedUnixMs
+	}
+	return 0
+}
+
+func (x *SwapRecord) GetSavepointId() uint64 {
+	if x != nil {
+		return x.SavepointId
+	}
+	return 0
+}
+
+func (x *SwapRecord) GetSavepointPath() string {
+	if x != nil {
+		return x.SavepointPath
+	}
+	return ""
+}
+
+func (x *SwapRecord) GetPauseUs() int64 {
+	if x != nil {
+		return x.PauseUs
+	}
+	return 0
+}
+
+func (x *SwapRecord) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+func (x *SwapRecord) GetRollbackArmed() bool {
+	if x != nil {
+		return x.RollbackArmed
+	}
+	return false
+}
+
+func (x *SwapRecord) GetAttempt() uint32 {
+	if x != nil {
+		return x.Attempt
+	}
+	return 0
+}
+
+type SwapModuleRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Must be the job's tenant (empty: the caller's); another tenant's job
+	// or module is NOT_FOUND.
+	Tenant string `protobuf:"bytes,1,opt,name=tenant,proto3" json:"tenant,omitempty"`
+	JobId  string `protobuf:"bytes,2,opt,name=job_id,json=jobId,proto3" json:"job_id,omitempty"`
+	// A Wasm node of the job.
+	Node string `protobuf:"bytes,3,opt,name=node,proto3" json:"node,omitempty"`
+	// "name@version" or "name" (its latest version) of a module of the
+	// tenant; empty: keep the node's module (a configuration change).
+	Module string `protobuf:"bytes,4,opt,name=module,proto3" json:"module,omitempty"`
+	// The node's new configuration as a JSON object; used only with
+	// set_config (otherwise the node keeps its configuration).
+	ConfigJson string `protobuf:"bytes,5,opt,name=config_json,json=configJson,proto3" json:"config_json,omitempty"`
+	SetConfig  bool   `protobuf:"varint,6,opt,name=set_config,json=setConfig,proto3" json:"set_config,omitempty"`
+	// See SwapPrepare.allow_dropped_state.
+	AllowDroppedState bool `protobuf:"varint,7,opt,name=allow_dropped_state,json=allowDroppedState,proto3" json:"allow_dropped_state,omitempty"`
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *SwapModuleRequest) Reset() {
+	*x = SwapModuleRequest{}
+	mi := &file_eddy_v1_control_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SwapModuleRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SwapModuleRequest) ProtoMessage() {}
+
+func (x *SwapModuleRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SwapModuleRequest.ProtoReflect.Descriptor instead.
+func (*SwapModuleRequest) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *SwapModuleRequest) GetTenant() string {
+	if x != nil {
+		return x.Tenant
+	}
+	return ""
+}
+
+func (x *SwapModuleRequest) GetJobId() string {
+	if x != nil {
+		return x.JobId
+	}
+	return ""
+}
+
+func (x *SwapModuleRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *SwapModuleRequest) GetModule() string {
+	if x != nil {
+		return x.Module
+	}
+	return ""
+}
+
+func (x *SwapModuleRequest) GetConfigJson() string {
+	if x != nil {
+		return x.ConfigJson
+	}
+	return ""
+}
+
+func (x *SwapModuleRequest) GetSetConfig() bool {
+	if x != nil {
+		return x.SetConfig
+	}
+	return false
+}
+
+func (x *SwapModuleRequest) GetAllowDroppedState() bool {
+	if x != nil {
+		return x.AllowDroppedState
+	}
+	return false
+}
+
+type SwapModuleResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// The swap as it stands when the call returns.
+	Swap          *SwapRecord `protobuf:"bytes,1,opt,name=swap,proto3" json:"swap,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SwapModuleResponse) Reset() {
+	*x = SwapModuleResponse{}
+	mi := &file_eddy_v1_control_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SwapModuleResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SwapModuleResponse) ProtoMessage() {}
+
+func (x *SwapModuleResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SwapModuleResponse.ProtoReflect.Descriptor instead.
+func (*SwapModuleResponse) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *SwapModuleResponse) GetSwap() *SwapRecord {
+	if x != nil {
+		return x.Swap
+	}
+	return nil
+}
+
 type JobLogsRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// Must be the job's tenant (empty: "default"); another tenant's job is
@@ -2659,7 +3123,7 @@ type JobLogsRequest struct {
 
 func (x *JobLogsRequest) Reset() {
 	*x = JobLogsRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[39]
+	mi := &file_eddy_v1_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2671,7 +3135,7 @@ func (x *JobLogsRequest) String() string {
 func (*JobLogsRequest) ProtoMessage() {}
 
 func (x *JobLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[39]
+	mi := &file_eddy_v1_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2684,7 +3148,7 @@ func (x *JobLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobLogsRequest.ProtoReflect.Descriptor instead.
 func (*JobLogsRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{39}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *JobLogsRequest) GetTenant() string {
@@ -2741,7 +3205,7 @@ type JobLogLine struct {
 
 func (x *JobLogLine) Reset() {
 	*x = JobLogLine{}
-	mi := &file_eddy_v1_control_proto_msgTypes[40]
+	mi := &file_eddy_v1_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2753,7 +3217,7 @@ func (x *JobLogLine) String() string {
 func (*JobLogLine) ProtoMessage() {}
 
 func (x *JobLogLine) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[40]
+	mi := &file_eddy_v1_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2766,7 +3230,7 @@ func (x *JobLogLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobLogLine.ProtoReflect.Descriptor instead.
 func (*JobLogLine) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{40}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *JobLogLine) GetSeq() uint64 {
@@ -2804,7 +3268,7 @@ type JobLogsResponse struct {
 
 func (x *JobLogsResponse) Reset() {
 	*x = JobLogsResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[41]
+	mi := &file_eddy_v1_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2816,7 +3280,7 @@ func (x *JobLogsResponse) String() string {
 func (*JobLogsResponse) ProtoMessage() {}
 
 func (x *JobLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[41]
+	mi := &file_eddy_v1_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2829,7 +3293,7 @@ func (x *JobLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobLogsResponse.ProtoReflect.Descriptor instead.
 func (*JobLogsResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{41}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *JobLogsResponse) GetLines() []*JobLogLine {
@@ -2877,7 +3341,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[42]
+	mi := &file_eddy_v1_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2889,7 +3353,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[42]
+	mi := &file_eddy_v1_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2902,7 +3366,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{42}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *CancelJobRequest) GetTenant() string {
@@ -2929,7 +3393,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[43]
+	mi := &file_eddy_v1_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2941,7 +3405,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[43]
+	mi := &file_eddy_v1_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2954,7 +3418,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{43}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *CancelJobResponse) GetState() JobState {
@@ -2976,7 +3440,7 @@ type TriggerSavepointRequest struct {
 
 func (x *TriggerSavepointRequest) Reset() {
 	*x = TriggerSavepointRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[44]
+	mi := &file_eddy_v1_control_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2988,7 +3452,7 @@ func (x *TriggerSavepointRequest) String() string {
 func (*TriggerSavepointRequest) ProtoMessage() {}
 
 func (x *TriggerSavepointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[44]
+	mi := &file_eddy_v1_control_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3001,7 +3465,7 @@ func (x *TriggerSavepointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerSavepointRequest.ProtoReflect.Descriptor instead.
 func (*TriggerSavepointRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{44}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *TriggerSavepointRequest) GetTenant() string {
@@ -3039,7 +3503,7 @@ type TriggerSavepointResponse struct {
 
 func (x *TriggerSavepointResponse) Reset() {
 	*x = TriggerSavepointResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[45]
+	mi := &file_eddy_v1_control_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3051,7 +3515,7 @@ func (x *TriggerSavepointResponse) String() string {
 func (*TriggerSavepointResponse) ProtoMessage() {}
 
 func (x *TriggerSavepointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[45]
+	mi := &file_eddy_v1_control_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3064,7 +3528,7 @@ func (x *TriggerSavepointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerSavepointResponse.ProtoReflect.Descriptor instead.
 func (*TriggerSavepointResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{45}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *TriggerSavepointResponse) GetPath() string {
@@ -3104,7 +3568,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[46]
+	mi := &file_eddy_v1_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3116,7 +3580,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[46]
+	mi := &file_eddy_v1_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3129,7 +3593,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{46}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *JoinRequest) GetNodeId() string {
@@ -3161,7 +3625,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[47]
+	mi := &file_eddy_v1_control_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3173,7 +3637,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[47]
+	mi := &file_eddy_v1_control_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3186,7 +3650,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{47}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{51}
 }
 
 type LeaveRequest struct {
@@ -3198,7 +3662,7 @@ type LeaveRequest struct {
 
 func (x *LeaveRequest) Reset() {
 	*x = LeaveRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[48]
+	mi := &file_eddy_v1_control_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3210,7 +3674,7 @@ func (x *LeaveRequest) String() string {
 func (*LeaveRequest) ProtoMessage() {}
 
 func (x *LeaveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[48]
+	mi := &file_eddy_v1_control_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3223,7 +3687,7 @@ func (x *LeaveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveRequest.ProtoReflect.Descriptor instead.
 func (*LeaveRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{48}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *LeaveRequest) GetNodeId() string {
@@ -3241,7 +3705,7 @@ type LeaveResponse struct {
 
 func (x *LeaveResponse) Reset() {
 	*x = LeaveResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[49]
+	mi := &file_eddy_v1_control_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3253,7 +3717,7 @@ func (x *LeaveResponse) String() string {
 func (*LeaveResponse) ProtoMessage() {}
 
 func (x *LeaveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[49]
+	mi := &file_eddy_v1_control_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3266,7 +3730,7 @@ func (x *LeaveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveResponse.ProtoReflect.Descriptor instead.
 func (*LeaveResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{49}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{53}
 }
 
 type ClusterInfoRequest struct {
@@ -3277,7 +3741,7 @@ type ClusterInfoRequest struct {
 
 func (x *ClusterInfoRequest) Reset() {
 	*x = ClusterInfoRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[50]
+	mi := &file_eddy_v1_control_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3289,7 +3753,7 @@ func (x *ClusterInfoRequest) String() string {
 func (*ClusterInfoRequest) ProtoMessage() {}
 
 func (x *ClusterInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[50]
+	mi := &file_eddy_v1_control_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3302,7 +3766,7 @@ func (x *ClusterInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterInfoRequest.ProtoReflect.Descriptor instead.
 func (*ClusterInfoRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{50}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{54}
 }
 
 type CoordinatorInfo struct {
@@ -3318,7 +3782,7 @@ type CoordinatorInfo struct {
 
 func (x *CoordinatorInfo) Reset() {
 	*x = CoordinatorInfo{}
-	mi := &file_eddy_v1_control_proto_msgTypes[51]
+	mi := &file_eddy_v1_control_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3330,7 +3794,7 @@ func (x *CoordinatorInfo) String() string {
 func (*CoordinatorInfo) ProtoMessage() {}
 
 func (x *CoordinatorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[51]
+	mi := &file_eddy_v1_control_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3343,7 +3807,7 @@ func (x *CoordinatorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordinatorInfo.ProtoReflect.Descriptor instead.
 func (*CoordinatorInfo) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{51}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *CoordinatorInfo) GetNodeId() string {
@@ -3395,7 +3859,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_eddy_v1_control_proto_msgTypes[52]
+	mi := &file_eddy_v1_control_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3407,7 +3871,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[52]
+	mi := &file_eddy_v1_control_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3420,7 +3884,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{52}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{56}
 }
 
 func (x *WorkerInfo) GetWorkerId() string {
@@ -3476,7 +3940,7 @@ type ClusterInfoResponse struct {
 
 func (x *ClusterInfoResponse) Reset() {
 	*x = ClusterInfoResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[53]
+	mi := &file_eddy_v1_control_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3488,7 +3952,7 @@ func (x *ClusterInfoResponse) String() string {
 func (*ClusterInfoResponse) ProtoMessage() {}
 
 func (x *ClusterInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[53]
+	mi := &file_eddy_v1_control_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3501,7 +3965,7 @@ func (x *ClusterInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterInfoResponse.ProtoReflect.Descriptor instead.
 func (*ClusterInfoResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{53}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{57}
 }
 
 func (x *ClusterInfoResponse) GetLeaderId() string {
@@ -3706,11 +4170,49 @@ const file_eddy_v1_control_proto_rawDesc = "" +
 	"\x0ffull_size_bytes\x18\x06 \x01(\x04R\rfullSizeBytes\x124\n" +
 	"\x16incremental_size_bytes\x18\a \x01(\x04R\x14incrementalSizeBytes\x12\x12\n" +
 	"\x04path\x18\b \x01(\tR\x04path\x12\x14\n" +
-	"\x05error\x18\t \x01(\tR\x05error\"\xa0\x01\n" +
+	"\x05error\x18\t \x01(\tR\x05error\"\xf4\x01\n" +
 	"\x11JobStatusResponse\x12%\n" +
 	"\x03job\x18\x01 \x01(\v2\x13.eddy.v1.JobSummaryR\x03job\x12)\n" +
 	"\x05tasks\x18\x02 \x03(\v2\x13.eddy.v1.TaskStatusR\x05tasks\x129\n" +
-	"\vcheckpoints\x18\x03 \x03(\v2\x17.eddy.v1.CheckpointInfoR\vcheckpoints\"\xa1\x01\n" +
+	"\vcheckpoints\x18\x03 \x03(\v2\x17.eddy.v1.CheckpointInfoR\vcheckpoints\x12'\n" +
+	"\x05nodes\x18\x04 \x03(\v2\x11.eddy.v1.NodeInfoR\x05nodes\x12)\n" +
+	"\x05swaps\x18\x05 \x03(\v2\x13.eddy.v1.SwapRecordR\x05swaps\"o\n" +
+	"\bNodeInfo\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
+	"\x06module\x18\x02 \x01(\tR\x06module\x12\x16\n" +
+	"\x06sha256\x18\x03 \x01(\tR\x06sha256\x12\x1f\n" +
+	"\vconfig_json\x18\x04 \x01(\tR\n" +
+	"configJson\"\xce\x03\n" +
+	"\n" +
+	"SwapRecord\x12\x17\n" +
+	"\aswap_id\x18\x01 \x01(\x04R\x06swapId\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12\x1f\n" +
+	"\vfrom_module\x18\x03 \x01(\tR\n" +
+	"fromModule\x12\x1b\n" +
+	"\tto_module\x18\x04 \x01(\tR\btoModule\x12%\n" +
+	"\x0econfig_changed\x18\x05 \x01(\bR\rconfigChanged\x12(\n" +
+	"\x05state\x18\x06 \x01(\x0e2\x12.eddy.v1.SwapStateR\x05state\x12\"\n" +
+	"\rbegan_unix_ms\x18\a \x01(\x03R\vbeganUnixMs\x12\"\n" +
+	"\rended_unix_ms\x18\b \x01(\x03R\vendedUnixMs\x12!\n" +
+	"\fsavepoint_id\x18\t \x01(\x04R\vsavepointId\x12%\n" +
+	"\x0esavepoint_path\x18\n" +
+	" \x01(\tR\rsavepointPath\x12\x19\n" +
+	"\bpause_us\x18\v \x01(\x03R\apauseUs\x12\x16\n" +
+	"\x06reason\x18\f \x01(\tR\x06reason\x12%\n" +
+	"\x0erollback_armed\x18\r \x01(\bR\rrollbackArmed\x12\x18\n" +
+	"\aattempt\x18\x0e \x01(\rR\aattempt\"\xde\x01\n" +
+	"\x11SwapModuleRequest\x12\x16\n" +
+	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
+	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x12\n" +
+	"\x04node\x18\x03 \x01(\tR\x04node\x12\x16\n" +
+	"\x06module\x18\x04 \x01(\tR\x06module\x12\x1f\n" +
+	"\vconfig_json\x18\x05 \x01(\tR\n" +
+	"configJson\x12\x1d\n" +
+	"\n" +
+	"set_config\x18\x06 \x01(\bR\tsetConfig\x12.\n" +
+	"\x13allow_dropped_state\x18\a \x01(\bR\x11allowDroppedState\"=\n" +
+	"\x12SwapModuleResponse\x12'\n" +
+	"\x04swap\x18\x01 \x01(\v2\x13.eddy.v1.SwapRecordR\x04swap\"\xa1\x01\n" +
 	"\x0eJobLogsRequest\x12\x16\n" +
 	"\x06tenant\x18\x01 \x01(\tR\x06tenant\x12\x15\n" +
 	"\x06job_id\x18\x02 \x01(\tR\x05jobId\x12\x1b\n" +
@@ -3782,7 +4284,15 @@ const file_eddy_v1_control_proto_rawDesc = "" +
 	"\x1cCHECKPOINT_STATE_UNSPECIFIED\x10\x00\x12 \n" +
 	"\x1cCHECKPOINT_STATE_IN_PROGRESS\x10\x01\x12\x1e\n" +
 	"\x1aCHECKPOINT_STATE_COMPLETED\x10\x02\x12\x1b\n" +
-	"\x17CHECKPOINT_STATE_FAILED\x10\x03*\x91\x01\n" +
+	"\x17CHECKPOINT_STATE_FAILED\x10\x03*\xbd\x01\n" +
+	"\tSwapState\x12\x1a\n" +
+	"\x16SWAP_STATE_UNSPECIFIED\x10\x00\x12\x18\n" +
+	"\x14SWAP_STATE_PREPARING\x10\x01\x12\x17\n" +
+	"\x13SWAP_STATE_SWAPPING\x10\x02\x12\x16\n" +
+	"\x12SWAP_STATE_SWAPPED\x10\x03\x12\x16\n" +
+	"\x12SWAP_STATE_REFUSED\x10\x04\x12\x15\n" +
+	"\x11SWAP_STATE_FAILED\x10\x05\x12\x1a\n" +
+	"\x16SWAP_STATE_ROLLED_BACK\x10\x06*\x91\x01\n" +
 	"\x0fCoordinatorRole\x12 \n" +
 	"\x1cCOORDINATOR_ROLE_UNSPECIFIED\x10\x00\x12\x1b\n" +
 	"\x17COORDINATOR_ROLE_LEADER\x10\x01\x12\x1d\n" +
@@ -3791,7 +4301,7 @@ const file_eddy_v1_control_proto_rawDesc = "" +
 	"\vWorkerState\x12\x1c\n" +
 	"\x18WORKER_STATE_UNSPECIFIED\x10\x00\x12\x16\n" +
 	"\x12WORKER_STATE_ALIVE\x10\x01\x12\x15\n" +
-	"\x11WORKER_STATE_LOST\x10\x022\xbe\v\n" +
+	"\x11WORKER_STATE_LOST\x10\x022\x85\f\n" +
 	"\aControl\x12K\n" +
 	"\fUploadModule\x12\x1c.eddy.v1.UploadModuleRequest\x1a\x1d.eddy.v1.UploadModuleResponse\x12H\n" +
 	"\vListModules\x12\x1b.eddy.v1.ListModulesRequest\x1a\x1c.eddy.v1.ListModulesResponse\x12B\n" +
@@ -3800,7 +4310,9 @@ const file_eddy_v1_control_proto_rawDesc = "" +
 	"\bListJobs\x12\x18.eddy.v1.ListJobsRequest\x1a\x19.eddy.v1.ListJobsResponse\x12B\n" +
 	"\tJobStatus\x12\x19.eddy.v1.JobStatusRequest\x1a\x1a.eddy.v1.JobStatusResponse\x12B\n" +
 	"\tCancelJob\x12\x19.eddy.v1.CancelJobRequest\x1a\x1a.eddy.v1.CancelJobResponse\x12W\n" +
-	"\x10TriggerSavepoint\x12 .eddy.v1.TriggerSavepointRequest\x1a!.eddy.v1.TriggerSavepointResponse\x12<\n" +
+	"\x10TriggerSavepoint\x12 .eddy.v1.TriggerSavepointRequest\x1a!.eddy.v1.TriggerSavepointResponse\x12E\n" +
+	"\n" +
+	"SwapModule\x12\x1a.eddy.v1.SwapModuleRequest\x1a\x1b.eddy.v1.SwapModuleResponse\x12<\n" +
 	"\aJobLogs\x12\x17.eddy.v1.JobLogsRequest\x1a\x18.eddy.v1.JobLogsResponse\x123\n" +
 	"\x04Join\x12\x14.eddy.v1.JoinRequest\x1a\x15.eddy.v1.JoinResponse\x126\n" +
 	"\x05Leave\x12\x15.eddy.v1.LeaveRequest\x1a\x16.eddy.v1.LeaveResponse\x12H\n" +
@@ -3828,157 +4340,168 @@ func file_eddy_v1_control_proto_rawDescGZIP() []byte {
 	return file_eddy_v1_control_proto_rawDescData
 }
 
-var file_eddy_v1_control_proto_enumTypes = make([]protoimpl.EnumInfo, 4)
-var file_eddy_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 54)
+var file_eddy_v1_control_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
+var file_eddy_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
 var file_eddy_v1_control_proto_goTypes = []any{
 	(Role)(0),                        // 0: eddy.v1.Role
 	(CheckpointState)(0),             // 1: eddy.v1.CheckpointState
-	(CoordinatorRole)(0),             // 2: eddy.v1.CoordinatorRole
-	(WorkerState)(0),                 // 3: eddy.v1.WorkerState
-	(*TenantQuota)(nil),              // 4: eddy.v1.TenantQuota
-	(*TenantUsage)(nil),              // 5: eddy.v1.TenantUsage
-	(*TenantInfo)(nil),               // 6: eddy.v1.TenantInfo
-	(*CreateTenantRequest)(nil),      // 7: eddy.v1.CreateTenantRequest
-	(*CreateTenantResponse)(nil),     // 8: eddy.v1.CreateTenantResponse
-	(*ListTenantsRequest)(nil),       // 9: eddy.v1.ListTenantsRequest
-	(*ListTenantsResponse)(nil),      // 10: eddy.v1.ListTenantsResponse
-	(*DeleteTenantRequest)(nil),      // 11: eddy.v1.DeleteTenantRequest
-	(*DeleteTenantResponse)(nil),     // 12: eddy.v1.DeleteTenantResponse
-	(*SetQuotaRequest)(nil),          // 13: eddy.v1.SetQuotaRequest
-	(*SetQuotaResponse)(nil),         // 14: eddy.v1.SetQuotaResponse
-	(*TokenInfo)(nil),                // 15: eddy.v1.TokenInfo
-	(*CreateTokenRequest)(nil),       // 16: eddy.v1.CreateTokenRequest
-	(*CreateTokenResponse)(nil),      // 17: eddy.v1.CreateTokenResponse
-	(*ListTokensRequest)(nil),        // 18: eddy.v1.ListTokensRequest
-	(*ListTokensResponse)(nil),       // 19: eddy.v1.ListTokensResponse
-	(*RevokeTokenRequest)(nil),       // 20: eddy.v1.RevokeTokenRequest
-	(*RevokeTokenResponse)(nil),      // 21: eddy.v1.RevokeTokenResponse
-	(*AuditEntry)(nil),               // 22: eddy.v1.AuditEntry
-	(*ListAuditRequest)(nil),         // 23: eddy.v1.ListAuditRequest
-	(*ListAuditResponse)(nil),        // 24: eddy.v1.ListAuditResponse
-	(*WhoAmIRequest)(nil),            // 25: eddy.v1.WhoAmIRequest
-	(*WhoAmIResponse)(nil),           // 26: eddy.v1.WhoAmIResponse
-	(*ModuleInfo)(nil),               // 27: eddy.v1.ModuleInfo
-	(*UploadModuleRequest)(nil),      // 28: eddy.v1.UploadModuleRequest
-	(*UploadModuleResponse)(nil),     // 29: eddy.v1.UploadModuleResponse
-	(*ListModulesRequest)(nil),       // 30: eddy.v1.ListModulesRequest
-	(*ListModulesResponse)(nil),      // 31: eddy.v1.ListModulesResponse
-	(*GetModuleRequest)(nil),         // 32: eddy.v1.GetModuleRequest
-	(*GetModuleResponse)(nil),        // 33: eddy.v1.GetModuleResponse
-	(*SubmitJobRequest)(nil),         // 34: eddy.v1.SubmitJobRequest
-	(*SubmitJobResponse)(nil),        // 35: eddy.v1.SubmitJobResponse
-	(*ListJobsRequest)(nil),          // 36: eddy.v1.ListJobsRequest
-	(*JobSummary)(nil),               // 37: eddy.v1.JobSummary
-	(*ListJobsResponse)(nil),         // 38: eddy.v1.ListJobsResponse
-	(*JobStatusRequest)(nil),         // 39: eddy.v1.JobStatusRequest
-	(*TaskStatus)(nil),               // 40: eddy.v1.TaskStatus
-	(*CheckpointInfo)(nil),           // 41: eddy.v1.CheckpointInfo
-	(*JobStatusResponse)(nil),        // 42: eddy.v1.JobStatusResponse
-	(*JobLogsRequest)(nil),           // 43: eddy.v1.JobLogsRequest
-	(*JobLogLine)(nil),               // 44: eddy.v1.JobLogLine
-	(*JobLogsResponse)(nil),          // 45: eddy.v1.JobLogsResponse
-	(*CancelJobRequest)(nil),         // 46: eddy.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),        // 47: eddy.v1.CancelJobResponse
-	(*TriggerSavepointRequest)(nil),  // 48: eddy.v1.TriggerSavepointRequest
-	(*TriggerSavepointResponse)(nil), // 49: eddy.v1.TriggerSavepointResponse
-	(*JoinRequest)(nil),              // 50: eddy.v1.JoinRequest
-	(*JoinResponse)(nil),             // 51: eddy.v1.JoinResponse
-	(*LeaveRequest)(nil),             // 52: eddy.v1.LeaveRequest
-	(*LeaveResponse)(nil),            // 53: eddy.v1.LeaveResponse
-	(*ClusterInfoRequest)(nil),       // 54: eddy.v1.ClusterInfoRequest
-	(*CoordinatorInfo)(nil),          // 55: eddy.v1.CoordinatorInfo
-	(*WorkerInfo)(nil),               // 56: eddy.v1.WorkerInfo
-	(*ClusterInfoResponse)(nil),      // 57: eddy.v1.ClusterInfoResponse
-	(JobState)(0),                    // 58: eddy.v1.JobState
-	(TaskState)(0),                   // 59: eddy.v1.TaskState
-	(*TaskMetrics)(nil),              // 60: eddy.v1.TaskMetrics
-	(CheckpointKind)(0),              // 61: eddy.v1.CheckpointKind
-	(*LogEntry)(nil),                 // 62: eddy.v1.LogEntry
+	(SwapState)(0),                   // 2: eddy.v1.SwapState
+	(CoordinatorRole)(0),             // 3: eddy.v1.CoordinatorRole
+	(WorkerState)(0),                 // 4: eddy.v1.WorkerState
+	(*TenantQuota)(nil),              // 5: eddy.v1.TenantQuota
+	(*TenantUsage)(nil),              // 6: eddy.v1.TenantUsage
+	(*TenantInfo)(nil),               // 7: eddy.v1.TenantInfo
+	(*CreateTenantRequest)(nil),      // 8: eddy.v1.CreateTenantRequest
+	(*CreateTenantResponse)(nil),     // 9: eddy.v1.CreateTenantResponse
+	(*ListTenantsRequest)(nil),       // 10: eddy.v1.ListTenantsRequest
+	(*ListTenantsResponse)(nil),      // 11: eddy.v1.ListTenantsResponse
+	(*DeleteTenantRequest)(nil),      // 12: eddy.v1.DeleteTenantRequest
+	(*DeleteTenantResponse)(nil),     // 13: eddy.v1.DeleteTenantResponse
+	(*SetQuotaRequest)(nil),          // 14: eddy.v1.SetQuotaRequest
+	(*SetQuotaResponse)(nil),         // 15: eddy.v1.SetQuotaResponse
+	(*TokenInfo)(nil),                // 16: eddy.v1.TokenInfo
+	(*CreateTokenRequest)(nil),       // 17: eddy.v1.CreateTokenRequest
+	(*CreateTokenResponse)(nil),      // 18: eddy.v1.CreateTokenResponse
+	(*ListTokensRequest)(nil),        // 19: eddy.v1.ListTokensRequest
+	(*ListTokensResponse)(nil),       // 20: eddy.v1.ListTokensResponse
+	(*RevokeTokenRequest)(nil),       // 21: eddy.v1.RevokeTokenRequest
+	(*RevokeTokenResponse)(nil),      // 22: eddy.v1.RevokeTokenResponse
+	(*AuditEntry)(nil),               // 23: eddy.v1.AuditEntry
+	(*ListAuditRequest)(nil),         // 24: eddy.v1.ListAuditRequest
+	(*ListAuditResponse)(nil),        // 25: eddy.v1.ListAuditResponse
+	(*WhoAmIRequest)(nil),            // 26: eddy.v1.WhoAmIRequest
+	(*WhoAmIResponse)(nil),           // 27: eddy.v1.WhoAmIResponse
+	(*ModuleInfo)(nil),               // 28: eddy.v1.ModuleInfo
+	(*UploadModuleRequest)(nil),      // 29: eddy.v1.UploadModuleRequest
+	(*UploadModuleResponse)(nil),     // 30: eddy.v1.UploadModuleResponse
+	(*ListModulesRequest)(nil),       // 31: eddy.v1.ListModulesRequest
+	(*ListModulesResponse)(nil),      // 32: eddy.v1.ListModulesResponse
+	(*GetModuleRequest)(nil),         // 33: eddy.v1.GetModuleRequest
+	(*GetModuleResponse)(nil),        // 34: eddy.v1.GetModuleResponse
+	(*SubmitJobRequest)(nil),         // 35: eddy.v1.SubmitJobRequest
+	(*SubmitJobResponse)(nil),        // 36: eddy.v1.SubmitJobResponse
+	(*ListJobsRequest)(nil),          // 37: eddy.v1.ListJobsRequest
+	(*JobSummary)(nil),               // 38: eddy.v1.JobSummary
+	(*ListJobsResponse)(nil),         // 39: eddy.v1.ListJobsResponse
+	(*JobStatusRequest)(nil),         // 40: eddy.v1.JobStatusRequest
+	(*TaskStatus)(nil),               // 41: eddy.v1.TaskStatus
+	(*CheckpointInfo)(nil),           // 42: eddy.v1.CheckpointInfo
+	(*JobStatusResponse)(nil),        // 43: eddy.v1.JobStatusResponse
+	(*NodeInfo)(nil),                 // 44: eddy.v1.NodeInfo
+	(*SwapRecord)(nil),               // 45: eddy.v1.SwapRecord
+	(*SwapModuleRequest)(nil),        // 46: eddy.v1.SwapModuleRequest
+	(*SwapModuleResponse)(nil),       // 47: eddy.v1.SwapModuleResponse
+	(*JobLogsRequest)(nil),           // 48: eddy.v1.JobLogsRequest
+	(*JobLogLine)(nil),               // 49: eddy.v1.JobLogLine
+	(*JobLogsResponse)(nil),          // 50: eddy.v1.JobLogsResponse
+	(*CancelJobRequest)(nil),         // 51: eddy.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),        // 52: eddy.v1.CancelJobResponse
+	(*TriggerSavepointRequest)(nil),  // 53: eddy.v1.TriggerSavepointRequest
+	(*TriggerSavepointResponse)(nil), // 54: eddy.v1.TriggerSavepointResponse
+	(*JoinRequest)(nil),              // 55: eddy.v1.JoinRequest
+	(*JoinResponse)(nil),             // 56: eddy.v1.JoinResponse
+	(*LeaveRequest)(nil),             // 57: eddy.v1.LeaveRequest
+	(*LeaveResponse)(nil),            // 58: eddy.v1.LeaveResponse
+	(*ClusterInfoRequest)(nil),       // 59: eddy.v1.ClusterInfoRequest
+	(*CoordinatorInfo)(nil),          // 60: eddy.v1.CoordinatorInfo
+	(*WorkerInfo)(nil),               // 61: eddy.v1.WorkerInfo
+	(*ClusterInfoResponse)(nil),      // 62: eddy.v1.ClusterInfoResponse
+	(JobState)(0),                    // 63: eddy.v1.JobState
+	(TaskState)(0),                   // 64: eddy.v1.TaskState
+	(*TaskMetrics)(nil),              // 65: eddy.v1.TaskMetrics
+	(CheckpointKind)(0),              // 66: eddy.v1.CheckpointKind
+	(*LogEntry)(nil),                 // 67: eddy.v1.LogEntry
 }
 var file_eddy_v1_control_proto_depIdxs = []int32{
-	4,  // 0: eddy.v1.TenantInfo.quota:type_name -> eddy.v1.TenantQuota
-	5,  // 1: eddy.v1.TenantInfo.usage:type_name -> eddy.v1.TenantUsage
-	4,  // 2: eddy.v1.CreateTenantRequest.quota:type_name -> eddy.v1.TenantQuota
-	6,  // 3: eddy.v1.CreateTenantResponse.tenant:type_name -> eddy.v1.TenantInfo
-	6,  // 4: eddy.v1.ListTenantsResponse.tenants:type_name -> eddy.v1.TenantInfo
-	4,  // 5: eddy.v1.SetQuotaRequest.quota:type_name -> eddy.v1.TenantQuota
-	6,  // 6: eddy.v1.SetQuotaResponse.tenant:type_name -> eddy.v1.TenantInfo
+	5,  // 0: eddy.v1.TenantInfo.quota:type_name -> eddy.v1.TenantQuota
+	6,  // 1: eddy.v1.TenantInfo.usage:type_name -> eddy.v1.TenantUsage
+	5,  // 2: eddy.v1.CreateTenantRequest.quota:type_name -> eddy.v1.TenantQuota
+	7,  // 3: eddy.v1.CreateTenantResponse.tenant:type_name -> eddy.v1.TenantInfo
+	7,  // 4: eddy.v1.ListTenantsResponse.tenants:type_name -> eddy.v1.TenantInfo
+	5,  // 5: eddy.v1.SetQuotaRequest.quota:type_name -> eddy.v1.TenantQuota
+	7,  // 6: eddy.v1.SetQuotaResponse.tenant:type_name -> eddy.v1.TenantInfo
 	0,  // 7: eddy.v1.TokenInfo.role:type_name -> eddy.v1.Role
 	0,  // 8: eddy.v1.CreateTokenRequest.role:type_name -> eddy.v1.Role
-	15, // 9: eddy.v1.CreateTokenResponse.token:type_name -> eddy.v1.TokenInfo
-	15, // 10: eddy.v1.ListTokensResponse.tokens:type_name -> eddy.v1.TokenInfo
-	15, // 11: eddy.v1.RevokeTokenResponse.token:type_name -> eddy.v1.TokenInfo
+	16, // 9: eddy.v1.CreateTokenResponse.token:type_name -> eddy.v1.TokenInfo
+	16, // 10: eddy.v1.ListTokensResponse.tokens:type_name -> eddy.v1.TokenInfo
+	16, // 11: eddy.v1.RevokeTokenResponse.token:type_name -> eddy.v1.TokenInfo
 	0,  // 12: eddy.v1.AuditEntry.role:type_name -> eddy.v1.Role
-	22, // 13: eddy.v1.ListAuditResponse.entries:type_name -> eddy.v1.AuditEntry
-	15, // 14: eddy.v1.WhoAmIResponse.token:type_name -> eddy.v1.TokenInfo
-	27, // 15: eddy.v1.UploadModuleResponse.module:type_name -> eddy.v1.ModuleInfo
-	27, // 16: eddy.v1.ListModulesResponse.modules:type_name -> eddy.v1.ModuleInfo
-	27, // 17: eddy.v1.GetModuleResponse.module:type_name -> eddy.v1.ModuleInfo
-	58, // 18: eddy.v1.JobSummary.state:type_name -> eddy.v1.JobState
-	37, // 19: eddy.v1.ListJobsResponse.jobs:type_name -> eddy.v1.JobSummary
-	59, // 20: eddy.v1.TaskStatus.state:type_name -> eddy.v1.TaskState
-	60, // 21: eddy.v1.TaskStatus.metrics:type_name -> eddy.v1.TaskMetrics
-	61, // 22: eddy.v1.CheckpointInfo.kind:type_name -> eddy.v1.CheckpointKind
+	23, // 13: eddy.v1.ListAuditResponse.entries:type_name -> eddy.v1.AuditEntry
+	16, // 14: eddy.v1.WhoAmIResponse.token:type_name -> eddy.v1.TokenInfo
+	28, // 15: eddy.v1.UploadModuleResponse.module:type_name -> eddy.v1.ModuleInfo
+	28, // 16: eddy.v1.ListModulesResponse.modules:type_name -> eddy.v1.ModuleInfo
+	28, // 17: eddy.v1.GetModuleResponse.module:type_name -> eddy.v1.ModuleInfo
+	63, // 18: eddy.v1.JobSummary.state:type_name -> eddy.v1.JobState
+	38, // 19: eddy.v1.ListJobsResponse.jobs:type_name -> eddy.v1.JobSummary
+	64, // 20: eddy.v1.TaskStatus.state:type_name -> eddy.v1.TaskState
+	65, // 21: eddy.v1.TaskStatus.metrics:type_name -> eddy.v1.TaskMetrics
+	66, // 22: eddy.v1.CheckpointInfo.kind:type_name -> eddy.v1.CheckpointKind
 	1,  // 23: eddy.v1.CheckpointInfo.state:type_name -> eddy.v1.CheckpointState
-	37, // 24: eddy.v1.JobStatusResponse.job:type_name -> eddy.v1.JobSummary
-	40, // 25: eddy.v1.JobStatusResponse.tasks:type_name -> eddy.v1.TaskStatus
-	41, // 26: eddy.v1.JobStatusResponse.checkpoints:type_name -> eddy.v1.CheckpointInfo
-	62, // 27: eddy.v1.JobLogLine.entry:type_name -> eddy.v1.LogEntry
-	44, // 28: eddy.v1.JobLogsResponse.lines:type_name -> eddy.v1.JobLogLine
-	58, // 29: eddy.v1.JobLogsResponse.state:type_name -> eddy.v1.JobState
-	58, // 30: eddy.v1.CancelJobResponse.state:type_name -> eddy.v1.JobState
-	58, // 31: eddy.v1.TriggerSavepointResponse.state:type_name -> eddy.v1.JobState
-	2,  // 32: eddy.v1.CoordinatorInfo.role:type_name -> eddy.v1.CoordinatorRole
-	3,  // 33: eddy.v1.WorkerInfo.state:type_name -> eddy.v1.WorkerState
-	55, // 34: eddy.v1.ClusterInfoResponse.coordinators:type_name -> eddy.v1.CoordinatorInfo
-	56, // 35: eddy.v1.ClusterInfoResponse.workers:type_name -> eddy.v1.WorkerInfo
-	28, // 36: eddy.v1.Control.UploadModule:input_type -> eddy.v1.UploadModuleRequest
-	30, // 37: eddy.v1.Control.ListModules:input_type -> eddy.v1.ListModulesRequest
-	32, // 38: eddy.v1.Control.GetModule:input_type -> eddy.v1.GetModuleRequest
-	34, // 39: eddy.v1.Control.SubmitJob:input_type -> eddy.v1.SubmitJobRequest
-	36, // 40: eddy.v1.Control.ListJobs:input_type -> eddy.v1.ListJobsRequest
-	39, // 41: eddy.v1.Control.JobStatus:input_type -> eddy.v1.JobStatusRequest
-	46, // 42: eddy.v1.Control.CancelJob:input_type -> eddy.v1.CancelJobRequest
-	48, // 43: eddy.v1.Control.TriggerSavepoint:input_type -> eddy.v1.TriggerSavepointRequest
-	43, // 44: eddy.v1.Control.JobLogs:input_type -> eddy.v1.JobLogsRequest
-	50, // 45: eddy.v1.Control.Join:input_type -> eddy.v1.JoinRequest
-	52, // 46: eddy.v1.Control.Leave:input_type -> eddy.v1.LeaveRequest
-	54, // 47: eddy.v1.Control.ClusterInfo:input_type -> eddy.v1.ClusterInfoRequest
-	7,  // 48: eddy.v1.Control.CreateTenant:input_type -> eddy.v1.CreateTenantRequest
-	9,  // 49: eddy.v1.Control.ListTenants:input_type -> eddy.v1.ListTenantsRequest
-	11, // 50: eddy.v1.Control.DeleteTenant:input_type -> eddy.v1.DeleteTenantRequest
-	13, // 51: eddy.v1.Control.SetQuota:input_type -> eddy.v1.SetQuotaRequest
-	16, // 52: eddy.v1.Control.CreateToken:input_type -> eddy.v1.CreateTokenRequest
-	18, // 53: eddy.v1.Control.ListTokens:input_type -> eddy.v1.ListTokensRequest
-	20, // 54: eddy.v1.Control.RevokeToken:input_type -> eddy.v1.RevokeTokenRequest
-	23, // 55: eddy.v1.Control.ListAudit:input_type -> eddy.v1.ListAuditRequest
-	25, // 56: eddy.v1.Control.WhoAmI:input_type -> eddy.v1.WhoAmIRequest
-	29, // 57: eddy.v1.Control.UploadModule:output_type -> eddy.v1.UploadModuleResponse
-	31, // 58: eddy.v1.Control.ListModules:output_type -> eddy.v1.ListModulesResponse
-	33, // 59: eddy.v1.Control.GetModule:output_type -> eddy.v1.GetModuleResponse
-	35, // 60: eddy.v1.Control.SubmitJob:output_type -> eddy.v1.SubmitJobResponse
-	38, // 61: eddy.v1.Control.ListJobs:output_type -> eddy.v1.ListJobsResponse
-	42, // 62: eddy.v1.Control.JobStatus:output_type -> eddy.v1.JobStatusResponse
-	47, // 63: eddy.v1.Control.CancelJob:output_type -> eddy.v1.CancelJobResponse
-	49, // 64: eddy.v1.Control.TriggerSavepoint:output_type -> eddy.v1.TriggerSavepointResponse
-	45, // 65: eddy.v1.Control.JobLogs:output_type -> eddy.v1.JobLogsResponse
-	51, // 66: eddy.v1.Control.Join:output_type -> eddy.v1.JoinResponse
-	53, // 67: eddy.v1.Control.Leave:output_type -> eddy.v1.LeaveResponse
-	57, // 68: eddy.v1.Control.ClusterInfo:output_type -> eddy.v1.ClusterInfoResponse
-	8,  // 69: eddy.v1.Control.CreateTenant:output_type -> eddy.v1.CreateTenantResponse
-	10, // 70: eddy.v1.Control.ListTenants:output_type -> eddy.v1.ListTenantsResponse
-	12, // 71: eddy.v1.Control.DeleteTenant:output_type -> eddy.v1.DeleteTenantResponse
-	14, // 72: eddy.v1.Control.SetQuota:output_type -> eddy.v1.SetQuotaResponse
-	17, // 73: eddy.v1.Control.CreateToken:output_type -> eddy.v1.CreateTokenResponse
-	19, // 74: eddy.v1.Control.ListTokens:output_type -> eddy.v1.ListTokensResponse
-	21, // 75: eddy.v1.Control.RevokeToken:output_type -> eddy.v1.RevokeTokenResponse
-	24, // 76: eddy.v1.Control.ListAudit:output_type -> eddy.v1.ListAuditResponse
-	26, // 77: eddy.v1.Control.WhoAmI:output_type -> eddy.v1.WhoAmIResponse
-	57, // [57:78] is the sub-list for method output_type
-	36, // [36:57] is the sub-list for method input_type
-	36, // [36:36] is the sub-list for extension type_name
-	36, // [36:36] is the sub-list for extension extendee
-	0,  // [0:36] is the sub-list for field type_name
+	38, // 24: eddy.v1.JobStatusResponse.job:type_name -> eddy.v1.JobSummary
+	41, // 25: eddy.v1.JobStatusResponse.tasks:type_name -> eddy.v1.TaskStatus
+	42, // 26: eddy.v1.JobStatusResponse.checkpoints:type_name -> eddy.v1.CheckpointInfo
+	44, // 27: eddy.v1.JobStatusResponse.nodes:type_name -> eddy.v1.NodeInfo
+	45, // 28: eddy.v1.JobStatusResponse.swaps:type_name -> eddy.v1.SwapRecord
+	2,  // 29: eddy.v1.SwapRecord.state:type_name -> eddy.v1.SwapState
+	45, // 30: eddy.v1.SwapModuleResponse.swap:type_name -> eddy.v1.SwapRecord
+	67, // 31: eddy.v1.JobLogLine.entry:type_name -> eddy.v1.LogEntry
+	49, // 32: eddy.v1.JobLogsResponse.lines:type_name -> eddy.v1.JobLogLine
+	63, // 33: eddy.v1.JobLogsResponse.state:type_name -> eddy.v1.JobState
+	63, // 34: eddy.v1.CancelJobResponse.state:type_name -> eddy.v1.JobState
+	63, // 35: eddy.v1.TriggerSavepointResponse.state:type_name -> eddy.v1.JobState
+	3,  // 36: eddy.v1.CoordinatorInfo.role:type_name -> eddy.v1.CoordinatorRole
+	4,  // 37: eddy.v1.WorkerInfo.state:type_name -> eddy.v1.WorkerState
+	60, // 38: eddy.v1.ClusterInfoResponse.coordinators:type_name -> eddy.v1.CoordinatorInfo
+	61, // 39: eddy.v1.ClusterInfoResponse.workers:type_name -> eddy.v1.WorkerInfo
+	29, // 40: eddy.v1.Control.UploadModule:input_type -> eddy.v1.UploadModuleRequest
+	31, // 41: eddy.v1.Control.ListModules:input_type -> eddy.v1.ListModulesRequest
+	33, // 42: eddy.v1.Control.GetModule:input_type -> eddy.v1.GetModuleRequest
+	35, // 43: eddy.v1.Control.SubmitJob:input_type -> eddy.v1.SubmitJobRequest
+	37, // 44: eddy.v1.Control.ListJobs:input_type -> eddy.v1.ListJobsRequest
+	40, // 45: eddy.v1.Control.JobStatus:input_type -> eddy.v1.JobStatusRequest
+	51, // 46: eddy.v1.Control.CancelJob:input_type -> eddy.v1.CancelJobRequest
+	53, // 47: eddy.v1.Control.TriggerSavepoint:input_type -> eddy.v1.TriggerSavepointRequest
+	46, // 48: eddy.v1.Control.SwapModule:input_type -> eddy.v1.SwapModuleRequest
+	48, // 49: eddy.v1.Control.JobLogs:input_type -> eddy.v1.JobLogsRequest
+	55, // 50: eddy.v1.Control.Join:input_type -> eddy.v1.JoinRequest
+	57, // 51: eddy.v1.Control.Leave:input_type -> eddy.v1.LeaveRequest
+	59, // 52: eddy.v1.Control.ClusterInfo:input_type -> eddy.v1.ClusterInfoRequest
+	8,  // 53: eddy.v1.Control.CreateTenant:input_type -> eddy.v1.CreateTenantRequest
+	10, // 54: eddy.v1.Control.ListTenants:input_type -> eddy.v1.ListTenantsRequest
+	12, // 55: eddy.v1.Control.DeleteTenant:input_type -> eddy.v1.DeleteTenantRequest
+	14, // 56: eddy.v1.Control.SetQuota:input_type -> eddy.v1.SetQuotaRequest
+	17, // 57: eddy.v1.Control.CreateToken:input_type -> eddy.v1.CreateTokenRequest
+	19, // 58: eddy.v1.Control.ListTokens:input_type -> eddy.v1.ListTokensRequest
+	21, // 59: eddy.v1.Control.RevokeToken:input_type -> eddy.v1.RevokeTokenRequest
+	24, // 60: eddy.v1.Control.ListAudit:input_type -> eddy.v1.ListAuditRequest
+	26, // 61: eddy.v1.Control.WhoAmI:input_type -> eddy.v1.WhoAmIRequest
+	30, // 62: eddy.v1.Control.UploadModule:output_type -> eddy.v1.UploadModuleResponse
+	32, // 63: eddy.v1.Control.ListModules:output_type -> eddy.v1.ListModulesResponse
+	34, // 64: eddy.v1.Control.GetModule:output_type -> eddy.v1.GetModuleResponse
+	36, // 65: eddy.v1.Control.SubmitJob:output_type -> eddy.v1.SubmitJobResponse
+	39, // 66: eddy.v1.Control.ListJobs:output_type -> eddy.v1.ListJobsResponse
+	43, // 67: eddy.v1.Control.JobStatus:output_type -> eddy.v1.JobStatusResponse
+	52, // 68: eddy.v1.Control.CancelJob:output_type -> eddy.v1.CancelJobResponse
+	54, // 69: eddy.v1.Control.TriggerSavepoint:output_type -> eddy.v1.TriggerSavepointResponse
+	47, // 70: eddy.v1.Control.SwapModule:output_type -> eddy.v1.SwapModuleResponse
+	50, // 71: eddy.v1.Control.JobLogs:output_type -> eddy.v1.JobLogsResponse
+	56, // 72: eddy.v1.Control.Join:output_type -> eddy.v1.JoinResponse
+	58, // 73: eddy.v1.Control.Leave:output_type -> eddy.v1.LeaveResponse
+	62, // 74: eddy.v1.Control.ClusterInfo:output_type -> eddy.v1.ClusterInfoResponse
+	9,  // 75: eddy.v1.Control.CreateTenant:output_type -> eddy.v1.CreateTenantResponse
+	11, // 76: eddy.v1.Control.ListTenants:output_type -> eddy.v1.ListTenantsResponse
+	13, // 77: eddy.v1.Control.DeleteTenant:output_type -> eddy.v1.DeleteTenantResponse
+	15, // 78: eddy.v1.Control.SetQuota:output_type -> eddy.v1.SetQuotaResponse
+	18, // 79: eddy.v1.Control.CreateToken:output_type -> eddy.v1.CreateTokenResponse
+	20, // 80: eddy.v1.Control.ListTokens:output_type -> eddy.v1.ListTokensResponse
+	22, // 81: eddy.v1.Control.RevokeToken:output_type -> eddy.v1.RevokeTokenResponse
+	25, // 82: eddy.v1.Control.ListAudit:output_type -> eddy.v1.ListAuditResponse
+	27, // 83: eddy.v1.Control.WhoAmI:output_type -> eddy.v1.WhoAmIResponse
+	62, // [62:84] is the sub-list for method output_type
+	40, // [40:62] is the sub-list for method input_type
+	40, // [40:40] is the sub-list for extension type_name
+	40, // [40:40] is the sub-list for extension extendee
+	0,  // [0:40] is the sub-list for field type_name
 }
 
 func init() { file_eddy_v1_control_proto_init() }
@@ -3993,8 +4516,8 @@ func file_eddy_v1_control_proto_init() {
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_eddy_v1_control_proto_rawDesc), len(file_eddy_v1_control_proto_rawDesc)),
-			NumEnums:      4,
-			NumMessages:   54,
+			NumEnums:      5,
+			NumMessages:   58,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

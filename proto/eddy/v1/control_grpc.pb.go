@@ -30,6 +30,7 @@ const (
 	Control_JobStatus_FullMethodName        = "/eddy.v1.Control/JobStatus"
 	Control_CancelJob_FullMethodName        = "/eddy.v1.Control/CancelJob"
 	Control_TriggerSavepoint_FullMethodName = "/eddy.v1.Control/TriggerSavepoint"
+	Control_SwapModule_FullMethodName       = "/eddy.v1.Control/SwapModule"
 	Control_JobLogs_FullMethodName          = "/eddy.v1.Control/JobLogs"
 	Control_Join_FullMethodName             = "/eddy.v1.Control/Join"
 	Control_Leave_FullMethodName            = "/eddy.v1.Control/Leave"
@@ -89,6 +90,16 @@ type ControlClient interface {
 	// failed (the message says why; the job keeps running and may be asked
 	// again). The call's deadline bounds the wait.
 	TriggerSavepoint(ctx context.Context, in *TriggerSavepointRequest, opts ...grpc.CallOption) (*TriggerSavepointResponse, error)
+	// SwapModule replaces the module (or only the configuration) of one
+	// node of a running job in place, at the barrier of a savepoint of kind
+	// swap, keeping its keyed state and timers
+	// (docs/rfcs/2026-12-02-hot-swap.md). It waits for the outcome, bounded
+	// by the call's deadline: the swap's record says SWAPPED, REFUSED (the
+	// prepare phase refused it; the job is untouched) or FAILED. A swap
+	// still in progress when the deadline passes goes on; JobStatus shows
+	// how it ended. One swap at a time per job: FAILED_PRECONDITION while
+	// another is in progress or the job is not RUNNING.
+	SwapModule(ctx context.Context, in *SwapModuleRequest, opts ...grpc.CallOption) (*SwapModuleResponse, error)
 	// JobLogs returns the log lines of a job's tasks (guest output and task
 	// errors) that the leader holds, after after_seq. With wait_ms it is a
 	// long poll: when there is nothing after after_seq it waits up to
@@ -216,6 +227,16 @@ func (c *controlClient) TriggerSavepoint(ctx context.Context, in *TriggerSavepoi
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(TriggerSavepointResponse)
 	err := c.cc.Invoke(ctx, Control_TriggerSavepoint_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controlClient) SwapModule(ctx context.Context, in *SwapModuleRequest, opts ...grpc.CallOption) (*SwapModuleResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SwapModuleResponse)
+	err := c.cc.Invoke(ctx, Control_SwapModule_FullMethodName, in, out, cOpts...)
 	if err != nil {
 		return nil, err
 	}
@@ -396,6 +417,16 @@ type ControlServer interface {
 	// failed (the message says why; the job keeps running and may be asked
 	// again). The call's deadline bounds the wait.
 	TriggerSavepoint(context.Context, *TriggerSavepointRequest) (*TriggerSavepointResponse, error)
+	// SwapModule replaces the module (or only the configuration) of one
+	// node of a running job in place, at the barrier of a savepoint of kind
+	// swap, keeping its keyed state and timers
+	// (docs/rfcs/2026-12-02-hot-swap.md). It waits for the outcome, bounded
+	// by the call's deadline: the swap's record says SWAPPED, REFUSED (the
+	// prepare phase refused it; the job is untouched) or FAILED. A swap
+	// still in progress when the deadline passes goes on; JobStatus shows
+	// how it ended. One swap at a time per job: FAILED_PRECONDITION while
+	// another is in progress or the job is not RUNNING.
+	SwapModule(context.Context, *SwapModuleRequest) (*SwapModuleResponse, error)
 	// JobLogs returns the log lines of a job's tasks (guest output and task
 	// errors) that the leader holds, after after_seq. With wait_ms it is a
 	// long poll: when there is nothing after after_seq it waits up to
@@ -472,6 +503,9 @@ func (UnimplementedControlServer) CancelJob(context.Context, *CancelJobRequest) 
 }
 func (UnimplementedControlServer) TriggerSavepoint(context.Context, *TriggerSavepointRequest) (*TriggerSavepointResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method TriggerSavepoint not implemented")
+}
+func (UnimplementedControlServer) SwapModule(context.Context, *SwapModuleRequest) (*SwapModuleResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method SwapModule not implemented")
 }
 func (UnimplementedControlServer) JobLogs(context.Context, *JobLogsRequest) (*JobLogsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method JobLogs not implemented")
@@ -673,6 +707,24 @@ func _Control_TriggerSavepoint_Handler(srv interface{}, ctx context.Context, dec
 	}
 	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
 		return srv.(ControlServer).TriggerSavepoint(ctx, req.(*TriggerSavepointRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _Control_SwapModule_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SwapModuleRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControlServer).SwapModule(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: Control_SwapModule_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControlServer).SwapModule(ctx, req.(*SwapModuleRequest))
 	}
 	return interceptor(ctx, in, info, handler)
 }
@@ -949,6 +1001,10 @@ var Control_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "TriggerSavepoint",
 			Handler:    _Control_TriggerSavepoint_Handler,
+		},
+		{
+			MethodName: "SwapModule",
+			Handler:    _Control_SwapModule_Handler,
 		},
 		{
 			MethodName: "JobLogs",

@@ -422,8 +422,12 @@ type Barrier struct {
 	// When the coordinator triggered the checkpoint.
 	TriggeredUnixMs int64          `protobuf:"varint,2,opt,name=triggered_unix_ms,json=triggeredUnixMs,proto3" json:"triggered_unix_ms,omitempty"`
 	Kind            CheckpointKind `protobuf:"varint,3,opt,name=kind,proto3,enum=eddy.v1.CheckpointKind" json:"kind,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	// Kind SWAP: the tasks of swap_node install swap swap_id's prepared
+	// instance after their snapshot at this barrier.
+	SwapId        uint64 `protobuf:"varint,4,opt,name=swap_id,json=swapId,proto3" json:"swap_id,omitempty"`
+	SwapNode      string `protobuf:"bytes,5,opt,name=swap_node,json=swapNode,proto3" json:"swap_node,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Barrier) Reset() {
@@ -475,6 +479,20 @@ func (x *Barrier) GetKind() CheckpointKind {
 		return x.Kind
 	}
 	return CheckpointKind_CHECKPOINT_KIND_UNSPECIFIED
+}
+
+func (x *Barrier) GetSwapId() uint64 {
+	if x != nil {
+		return x.SwapId
+	}
+	return 0
+}
+
+func (x *Barrier) GetSwapNode() string {
+	if x != nil {
+		return x.SwapNode
+	}
+	return ""
 }
 
 type TransferResponse struct {
@@ -549,11 +567,13 @@ const file_eddy_v1_exchange_proto_rawDesc = "" +
 	"\x04kind\"\x06\n" +
 	"\x04Idle\"\f\n" +
 	"\n" +
-	"EndOfInput\"\x87\x01\n" +
+	"EndOfInput\"\xbd\x01\n" +
 	"\aBarrier\x12#\n" +
 	"\rcheckpoint_id\x18\x01 \x01(\x04R\fcheckpointId\x12*\n" +
 	"\x11triggered_unix_ms\x18\x02 \x01(\x03R\x0ftriggeredUnixMs\x12+\n" +
-	"\x04kind\x18\x03 \x01(\x0e2\x17.eddy.v1.CheckpointKindR\x04kind\",\n" +
+	"\x04kind\x18\x03 \x01(\x0e2\x17.eddy.v1.CheckpointKindR\x04kind\x12\x17\n" +
+	"\aswap_id\x18\x04 \x01(\x04R\x06swapId\x12\x1b\n" +
+	"\tswap_node\x18\x05 \x01(\tR\bswapNode\",\n" +
 	"\x10TransferResponse\x12\x18\n" +
 	"\acredits\x18\x01 \x01(\rR\acredits2O\n" +
 	"\bExchange\x12C\n" +
