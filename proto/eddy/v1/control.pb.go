@@ -2655,7 +2655,11 @@ type JobStatusResponse struct {
 	// and configuration it runs (after the swaps that completed).
 	Nodes []*NodeInfo `protobuf:"bytes,4,rep,name=nodes,proto3" json:"nodes,omitempty"`
 	// The job's hot swaps, oldest first (a bounded number).
-	Swaps         []*SwapRecord `protobuf:"bytes,5,rep,name=swaps,proto3" json:"swaps,omitempty"`
+	Swaps []*SwapRecord `protobuf:"bytes,5,rep,name=swaps,proto3" json:"swaps,omitempty"`
+	// The job spec as submitted (YAML), before the overrides of completed
+	// swaps (nodes shows those): what `eddy job upgrade` diffs a new spec
+	// against.
+	SpecYaml      []byte `protobuf:"bytes,6,opt,name=spec_yaml,json=specYaml,proto3" json:"spec_yaml,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2721,6 +2725,13 @@ func (x *JobStatusResponse) GetNodes() []*NodeInfo {
 func (x *JobStatusResponse) GetSwaps() []*SwapRecord {
 	if x != nil {
 		return x.Swaps
+	}
+	return nil
+}
+
+func (x *JobStatusResponse) GetSpecYaml() []byte {
+	if x != nil {
+		return x.SpecYaml
 	}
 	return nil
 }
@@ -4170,13 +4181,14 @@ const file_eddy_v1_control_proto_rawDesc = "" +
 	"\x0ffull_size_bytes\x18\x06 \x01(\x04R\rfullSizeBytes\x124\n" +
 	"\x16incremental_size_bytes\x18\a \x01(\x04R\x14incrementalSizeBytes\x12\x12\n" +
 	"\x04path\x18\b \x01(\tR\x04path\x12\x14\n" +
-	"\x05error\x18\t \x01(\tR\x05error\"\xf4\x01\n" +
+	"\x05error\x18\t \x01(\tR\x05error\"\x91\x02\n" +
 	"\x11JobStatusResponse\x12%\n" +
 	"\x03job\x18\x01 \x01(\v2\x13.eddy.v1.JobSummaryR\x03job\x12)\n" +
 	"\x05tasks\x18\x02 \x03(\v2\x13.eddy.v1.TaskStatusR\x05tasks\x129\n" +
 	"\vcheckpoints\x18\x03 \x03(\v2\x17.eddy.v1.CheckpointInfoR\vcheckpoints\x12'\n" +
 	"\x05nodes\x18\x04 \x03(\v2\x11.eddy.v1.NodeInfoR\x05nodes\x12)\n" +
-	"\x05swaps\x18\x05 \x03(\v2\x13.eddy.v1.SwapRecordR\x05swaps\"o\n" +
+	"\x05swaps\x18\x05 \x03(\v2\x13.eddy.v1.SwapRecordR\x05swaps\x12\x1b\n" +
+	"\tspec_yaml\x18\x06 \x01(\fR\bspecYaml\"o\n" +
 	"\bNodeInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06module\x18\x02 \x01(\tR\x06module\x12\x16\n" +
