@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -96,6 +97,7 @@ func (c *coordinatorFlags) build(engine *host.Engine, log *slog.Logger) (*coordi
 		Store:     coordinator.DirStore{Dir: c.blobs},
 		Validator: validator(engine),
 		Planner:   planTasks,
+		NodeTasks: nodeTasks,
 	})
 }
 
@@ -123,6 +125,26 @@ func planTasks(specYAML []byte) ([]string, error) {
 	ids := make([]string, len(tasks))
 	for i, t := range tasks {
 		ids[i] = t.ID
+	}
+	return ids, nil
+}
+
+// nodeTasks lists the tasks whose chain runs node: the ones that prepare a
+// hot swap of it.
+func nodeTasks(specYAML []byte, node string) ([]string, error) {
+	spec, err := jobspec.Parse(specYAML, "")
+	if err != nil {
+		return nil, err
+	}
+	tasks, err := dataflow.PlanTasks(spec)
+	if err != nil {
+		return nil, err
+	}
+	var ids []string
+	for _, t := range tasks {
+		if slices.Contains(t.Chain, node) {
+			ids = append(ids, t.ID)
+		}
 	}
 	return ids, nil
 }
