@@ -183,6 +183,9 @@ func (c *Coordinator) swapModule(ctx context.Context, t *term, req *eddyv1.SwapM
 	case len(j.FinishedTasks) > 0:
 		return nil, status.Errorf(codes.FailedPrecondition, "job %s: %d of its tasks finished, and a swap needs every task running", j.ID, len(j.FinishedTasks))
 	}
+	if cfg, err := c.checkpointConfig(&j); err != nil || !cfg.periodic {
+		return nil, status.Errorf(codes.FailedPrecondition, "job %s takes no checkpoints (its spec has no checkpoint section), and a module is swapped in place at the barrier of a savepoint: add one, or stop the job and submit the new version", j.ID)
+	}
 	if s := inFlightSwap(&j); s != nil {
 		return nil, status.Errorf(codes.FailedPrecondition, "job %s: swap %d of node %s is in progress (%s): one swap at a time", j.ID, s.ID, s.Node, s.State)
 	}
