@@ -488,8 +488,10 @@ func checkSwaps(j *Job) error {
 			return fmt.Errorf("swap %d out of sequence (last id %d)", s.ID, j.SwapSeq)
 		case !slices.Contains([]SwapState{SwapPreparing, SwapSwapping, SwapSwapped, SwapRefused, SwapFailed, SwapRolledBack}, s.State):
 			return fmt.Errorf("swap %d in state %q", s.ID, s.State)
-		case !last && (!s.State.Terminal() || s.Armed):
+		case !last && !s.State.Terminal():
 			return fmt.Errorf("swap %d is %s but not the last", s.ID, s.State)
+		case !last && s.Armed:
+			return fmt.Errorf("swap %d is armed but not the last", s.ID)
 		case s.Armed && s.State != SwapSwapped:
 			return fmt.Errorf("swap %d armed while %s", s.ID, s.State)
 		}
@@ -503,7 +505,7 @@ func checkSwaps(j *Job) error {
 		pendingSwap = p.Swap
 	}
 	if swapping != pendingSwap {
-		return fmt.Errorf("swap %d is swapping, the checkpoint in flight carries swap %d", swapping, pendingSwap)
+		return fmt.Errorf("the swap in SWAPPING is %d, the checkpoint in flight carries swap %d (0: none)", swapping, pendingSwap)
 	}
 	for i, o := range j.Overrides {
 		if o.Node == "" || i > 0 && o.Node <= j.Overrides[i-1].Node {
