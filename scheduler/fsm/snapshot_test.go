@@ -360,13 +360,21 @@ func randomLog(seed uint64, n int) [][]byte {
 		if !likely() {
 			attempt = rng.IntN(4)
 		}
-		op := rng.IntN(19)
+		op := rng.IntN(23)
 		// Task reports, finishing a job and checkpoint commands need a
 		// running job (with a checkpoint in flight to complete or fail
 		// one): often pick one.
 		if op >= 13 || (op >= 7 && op <= 9 || op == 12) && rng.IntN(2) == 0 {
 			for _, r := range scratch.AllJobs() {
 				if r.State == JobRunning && (op < 15 || op > 16 || r.PendingCheckpoint != nil) && likely() {
+					j, attempt = r, r.Attempt
+					break
+				}
+			}
+		}
+		if op >= 20 { // drive a swap in flight or an armed one, if any
+			for _, r := range scratch.AllJobs() {
+				if n := len(r.Swaps); n > 0 && (!r.Swaps[n-1].State.Terminal() || r.Swaps[n-1].Armed) && r.State == JobRunning {
 					j, attempt = r, r.Attempt
 					break
 				}
@@ -422,7 +430,11 @@ func randomLog(seed uint64, n int) [][]byte {
 			if !likely() {
 				id = uint64(rng.IntN(4)) + 1
 			}
-			add(&TriggerCheckpoint{JobID: j.ID, Attempt: max(1, attempt), ID: id, Savepoint: rng.IntN(4) == 0})
+			trigger := &TriggerCheckpoint{JobID: j.ID, Attempt: max(1, attempt), ID: id, Savepoint: rng.IntN(4) == 0}
+			if s, ok := j.SwapInFlight(); ok && likely() {
+				trigger.Savepoint, trigger.Swap = true, s.ID
+			}
+			add(trigger)
 		case 15, 16:
 			id := uint64(rng.IntN(4)) + 1
 			savepoint := rng.IntN(4) == 0
@@ -433,7 +445,8 @@ func randomLog(seed uint64, n int) [][]byte {
 				add(&CheckpointFailed{JobID: j.ID, ID: id, Reason: "timed out"})
 			} else {
 				add(&CheckpointCompleted{JobID: j.ID, Attempt: max(1, attempt), ID: id, Savepoint: savepoint,
-					Manifest: fmt.Sprintf("chk/%d", id), Retain: 1 + rng.IntN(3), FullSize: int64(rng.IntN(1000))})
+					Manifest: fmt.Sprintf("chk/%d", id), Retain: 1 + rng.IntN(3), FullSize: int64(rng.IntN(1000)),
+					SwapPause: time.Duration(rng.IntN(100)) * time.Millisecond})
 			}
 		case 17:
 			if len(j.CheckpointsToDelete) > 0 && likely() {
@@ -442,6 +455,34 @@ func randomLog(seed uint64, n int) [][]byte {
 				add(&CheckpointFailed{JobID: j.ID, ID: c.ID, Reason: "restore checkpoint: corrupt"})
 			} else {
 				add(&CheckpointsDeleted{JobID: j.ID, IDs: []uint64{uint64(rng.IntN(3)) + 1}})
+			}
+		case 19:
+			// A module of the job's tenant, mostly; another's is refused.
+			to := ModuleRef{Ref: "enrich@1", Name: "enrich", Version: 1, SHA256: digest("0")}
+			if ms := scratch.Modules(j.Tenant); len(ms) > 0 && likely() {
+				m := ms[rng.IntN(len(ms))]
+				to = ModuleRef{Ref: m.Ref(), Name: m.Name, Version: m.Version, SHA256: m.SHA256}
+			}
+			add(&BeginSwap{JobID: j.ID, Attempt: max(1, attempt), Node: pick([]string{"enrich", "stats"}), From: to, To: to,
+				ToConfig: fmt.Appendf(nil, `{"n":%d}`, rng.IntN(3))})
+		case 20, 21, 22:
+			// Drive the swap in flight, mostly towards completion, so that
+			// swaps complete, get armed and roll back in the log too.
+			s, ok := j.SwapInFlight()
+			switch p := j.PendingCheckpoint; {
+			case len(j.Swaps) > 0 && j.Swaps[len(j.Swaps)-1].Armed && likely():
+				add(&TaskFailed{JobID: j.ID, Attempt: max(1, attempt), TaskID: task, Message: "trap after the swap"})
+			case ok && s.State == SwapPreparing && p == nil && rng.IntN(3) > 0:
+				add(&TriggerCheckpoint{JobID: j.ID, Attempt: max(1, attempt), ID: j.CheckpointSeq + 1, Savepoint: true, Swap: s.ID})
+			case ok && s.State == SwapSwapping && p != nil && rng.IntN(3) > 0:
+				add(&CheckpointCompleted{JobID: j.ID, Attempt: max(1, attempt), ID: p.ID, Savepoint: true, Manifest: fmt.Sprintf("sp/%d", p.ID),
+					SwapPause: time.Duration(rng.IntN(100)) * time.Millisecond})
+			default:
+				id := uint64(rng.IntN(3)) + 1
+				if ok && likely() {
+					id = s.ID
+				}
+				add(&EndSwap{JobID: j.ID, SwapID: id, State: SwapState(pick([]string{"REFUSED", "FAILED"})), Reason: "refused"})
 			}
 		case 18:
 			token := fmt.Sprint("tok", rng.IntN(8))
@@ -506,10 +547,17 @@ func TestDeterminism(t *testing.T) {
 				t.Fatal("restore + replay differs from a full replay")
 			}
 			var states = map[JobState]int{}
+			swaps := map[SwapState]int{}
 			for _, j := range a.AllJobs() {
 				states[j.State]++
+				for _, s := range j.Swaps {
+					swaps[s.State]++
+				}
 			}
-			t.Logf("applied %v; %d refused; jobs by state %v", applied, refused, states)
+			t.Logf("applied %v; %d refused; jobs by state %v; swaps by state %v", applied, refused, states, swaps)
+			if swaps[SwapSwapped]+swaps[SwapRolledBack] == 0 {
+				t.Error("the random log never completes a swap")
+			}
 			for typ := range newCommand {
 				if applied[typ] == 0 {
 					t.Errorf("the random log never applies %s", typ)
