@@ -466,7 +466,17 @@ func (a *applier) swapCompleted(j *Job, done Checkpoint, pause time.Duration) {
 // restorable one because no checkpoint completed since (else the swap
 // would not be armed). It returns the job's message, "" without a
 // rollback.
+//
+// A task failing while the swap savepoint is in flight (SWAPPING) rolls
+// back too: the tasks of the node may have switched at its barrier and
+// failed on their first records with the new version, before the
+// savepoint could complete. No override was set yet; the next attempt
+// restores from the checkpoint before the swap, with the old version.
 func (a *applier) rollBack(j *Job, cause string) string {
+	if s := j.inFlightSwap(); s != nil && s.State == SwapSwapping {
+		a.endSwapAs(s, SwapRolledBack, clip(cause))
+		return fmt.Sprintf("rolled back swap %d of node %s: %s", s.ID, s.Node, cause)
+	}
 	s := j.armedSwap()
 	if s == nil {
 		return ""

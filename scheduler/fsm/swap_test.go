@@ -338,6 +338,20 @@ func TestSwapCommands(t *testing.T) {
 			},
 		},
 		{
+			name:  "a task failing while SWAPPING rolls the swap back: the old version, from the checkpoint before",
+			given: swapSwapping,
+			when:  &TaskFailed{JobID: "job-2", Attempt: 1, TaskID: "a", Message: "trap"},
+			then: func(t *testing.T, j Job) {
+				s := lastSwap(t, j)
+				if s.State != SwapRolledBack || s.Reason != "task a of attempt 1 failed: trap" || s.Armed {
+					t.Errorf("swap %+v", s)
+				}
+				if len(j.Overrides) != 0 || j.State != JobRestarting || j.PendingCheckpoint != nil || !strings.HasPrefix(j.Message, "rolled back swap 1 of node enrich") {
+					t.Errorf("job %+v", j)
+				}
+			},
+		},
+		{
 			name:  "a re-registered worker while PREPARING fails the swap",
 			given: swapPreparing,
 			when:  &RegisterWorker{ID: "w1", Address: "127.0.0.1:7001", Slots: 2, Incarnation: "i2"},
