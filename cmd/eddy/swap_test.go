@@ -4,10 +4,14 @@ import (
 	"bytes"
 	"flag"
 	"io"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/eddy-stream/eddy/internal/testkit"
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
 )
 
@@ -216,5 +220,91 @@ func TestRunningSpec(t *testing.T) {
 	}
 	if _, err := runningSpec(&eddyv1.JobStatusResponse{}); err == nil || !strings.Contains(err.Error(), "did not return the job's spec") {
 		t.Errorf("no spec: %v", err)
+	}
+}
+
+const upgradeJob = `name: upgraded
+parallelism: 1
+checkpoint: {interval: 500ms}
+nodes:
+  - name: txns
+    source: {generator: {kind: transactions, rate: 2000, cards: 20, seed: 7}}
+  - name: per_card
+    input: txns
+    key_by: card
+    window: {tumbling: 1h}
+    aggregate: [count]
+  - name: out
+    input: per_card
+    sink: {file: {path: $OUT/counts.jsonl}}
+`
+
+// TestUpgradeCLI drives `eddy job upgrade` against a standalone process:
+// the same spec is nothing to change, a topology change is refused with
+// one line and exit 2 (the job runs on), and a parallelism change stops
+// the job with a savepoint and runs the new spec from it as a new job.
+// `eddy job swap` of a node that runs no module is the coordinator's
+// one-line refusal.
+func TestUpgradeCLI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a standalone process")
+	}
+	dir := t.TempDir()
+	cli := standaloneCLI(t, dir, "--data-dir", filepath.Join(dir, "data"), "--slots", "4")
+	spec, out := inlineSpec(t, upgradeJob)
+	r := cli("job", "submit", spec)
+	if r.code != 0 {
+		t.Fatalf("submit: %s", r.stderr)
+	}
+	id := strings.TrimSpace(r.stdout)
+	testkit.Eventually(t, 30*time.Second, "the job running", func() bool {
+		return strings.Contains(cli("job", "status", id).stdout, "RUNNING, attempt 1")
+	})
+	write := func(name, text string) string {
+		t.Helper()
+		p := filepath.Join(out, name)
+		if err := os.WriteFile(p, []byte(strings.ReplaceAll(text, "$OUT", out)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+
+	if r := cli("job", "upgrade", id, spec); r.code != 0 || r.stdout != id+": nothing to change\n" {
+		t.Fatalf("upgrade to the same spec: exit %d %q %s", r.code, r.stdout, r.stderr)
+	}
+	topology := write("topology.yaml", strings.Replace(upgradeJob, "counts.jsonl", "other.jsonl", 1))
+	r = cli("job", "upgrade", id, topology)
+	want := "eddy: node out: its sink changed: a topology change cannot be applied in place; stop the job with a savepoint (eddy savepoint create " +
+		id + " --stop) and submit the new spec with --from-savepoint\n"
+	if r.code != 2 || r.stderr != want {
+		t.Fatalf("upgrade with another sink: exit %d\n%q\nwant\n%q", r.code, r.stderr, want)
+	}
+	r = cli("job", "swap", id, "--node", "out", "--module", "counter@1")
+	if r.code != 1 || !strings.Contains(r.stderr, "is not a Wasm node") || strings.Count(r.stderr, "\n") != 1 {
+		t.Fatalf("swap of a sink: exit %d %q", r.code, r.stderr)
+	}
+	if st := cli("job", "status", id).stdout; !strings.Contains(st, "RUNNING, attempt 1") {
+		t.Fatalf("the refusals touched the job:\n%s", st)
+	}
+
+	r = cli("job", "upgrade", id, write("source.yaml", strings.Replace(upgradeJob, "parallelism: 1", "parallelism: 2", 1)))
+	if r.code != 2 || !strings.HasPrefix(r.stderr, "eddy: node txns: the parallelism of a source changed from 1 to 2: ") {
+		t.Fatalf("upgrade of a source's parallelism: exit %d %q", r.code, r.stderr)
+	}
+	// The source keeps its split; the window and the sink get two subtasks.
+	wider := write("wider.yaml", strings.NewReplacer("parallelism: 1", "parallelism: 2",
+		"  - name: txns\n", "  - name: txns\n    parallelism: 1\n").Replace(upgradeJob))
+	r = cli("job", "upgrade", id, wider)
+	m := regexp.MustCompile(`^` + id + `: rescaled through savepoint (\d+) \(tenants/default/savepoints/` + id + `-\d+\): stopped, the new spec runs as (job-\d+)\n$`).FindStringSubmatch(r.stdout)
+	if r.code != 0 || m == nil {
+		t.Fatalf("rescale: exit %d %q %s", r.code, r.stdout, r.stderr)
+	}
+	next := m[2]
+	testkit.Eventually(t, 30*time.Second, "the old job canceled, the new one running with two subtasks", func() bool {
+		old, cur := cli("job", "status", id).stdout, cli("job", "status", next).stdout
+		return strings.Contains(old, "CANCELED") && strings.Contains(cur, "RUNNING, attempt 1") && strings.Contains(cur, "per_card[1]")
+	})
+	if r := cli("job", "upgrade", next, wider); r.code != 0 || r.stdout != next+": nothing to change\n" {
+		t.Fatalf("upgrade of the new job to its own spec: exit %d %q %s", r.code, r.stdout, r.stderr)
 	}
 }

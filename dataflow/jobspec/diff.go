@@ -23,7 +23,8 @@ type SpecDiff struct {
 	// Changes are the Wasm nodes whose module or configuration changed, in
 	// the new spec's node order.
 	Changes []NodeChange
-	// Rescale is set when the parallelism of a node changed. A
+	// Rescale is set when the parallelism of a node other than a source
+	// changed (a source's is refused). A
 	// rescale restarts the job from a savepoint with the whole new spec,
 	// so Changes then take effect with it rather than one swap at a time.
 	Rescale bool
@@ -119,7 +120,15 @@ func Diff(old, new *Spec) (*SpecDiff, error) {
 		if err := diffTopology(o, n); err != nil {
 			return nil, err
 		}
-		if old.NodeParallelism(o) != new.NodeParallelism(n) {
+		if op, np := old.NodeParallelism(o), new.NodeParallelism(n); op != np {
+			// Keyed state moves by key groups, but a source's position
+			// in a savepoint belongs to its split of the input: a
+			// restore at another parallelism is refused (dataflow).
+			if n.Source != nil {
+				return nil, refuse(fmt.Sprintf("a source resumes from a savepoint only with the same split of its input; "+
+					"keep parallelism: %d on node %s and change the parallelism of the others", op, n.Name),
+					"node %s: the parallelism of a source changed from %d to %d", n.Name, op, np)
+			}
 			d.Rescale = true
 		}
 		c, err := diffModule(o, n)
