@@ -263,7 +263,8 @@ const jobUsage = `usage:
   eddy job upgrade [flags] ID JOB.yaml
                                      apply a new spec of the job: one swap per changed module or
                                      configuration, or, for a parallelism change, stop with a savepoint
-                                     and resubmit (a new job id); refuses a topology change
+                                     and resubmit (a new job id); refuses a topology change (exit 2)
+                                     (--allow-dropped-state as for swap; --timeout, default 10m)
   eddy job cancel [flags] ID         cancel a job
   eddy job logs [flags] ID           its tasks' log lines: TIME TASK LEVEL [stream] message
                                      (--follow: until the job ends; --since N: after the job's N-th line)

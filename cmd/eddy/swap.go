@@ -28,10 +28,13 @@ import (
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
 )
 
-// swapTimeout is the default deadline of job swap and job upgrade: a swap
-// waits for the prepare phase (compiling the module on every worker of
-// the node) and a savepoint.
-const swapTimeout = 5 * time.Minute
+// Default deadlines: a swap waits for the prepare phase (compiling the
+// module on every worker of the node) and a savepoint; an upgrade for
+// several swaps, or for a savepoint of the whole job and a submission.
+const (
+	swapTimeout    = 5 * time.Minute
+	upgradeTimeout = 10 * time.Minute
+)
 
 // setDefaultTimeout changes the default of --timeout before parsing.
 func setDefaultTimeout(fs *flag.FlagSet, d time.Duration) {
@@ -179,7 +182,7 @@ func swapState(s eddyv1.SwapState) string {
 func jobUpgrade(fs *flag.FlagSet, cf *clientFlags, args []string, stdout io.Writer) error {
 	var allowDropped bool
 	fs.BoolVar(&allowDropped, "allow-dropped-state", false, "drop the states a running version declares and its new one does not, instead of refusing the swap")
-	setDefaultTimeout(fs, swapTimeout)
+	setDefaultTimeout(fs, upgradeTimeout)
 	if err := parseFlags(fs, args, 2, "job upgrade takes a job id and a job spec file"); err != nil {
 		return err
 	}
