@@ -306,8 +306,9 @@ func (w *WasmSpec) ConfigJSON() ([]byte, error) {
 
 // Override replaces the module reference and the configuration of the
 // Wasm operator of a node, as a completed hot swap does for every later
-// deployment of the job. An empty module keeps the node's module; a nil
-// config keeps its configuration, any other must be a JSON object.
+// deployment of the job. An empty module keeps the node's module; an
+// empty config keeps its configuration (protobuf does not tell an empty
+// bytes field from an absent one), any other must be a JSON object.
 func (s *Spec) Override(node, module string, config []byte) error {
 	n := s.Node(node)
 	if n == nil {
@@ -318,7 +319,7 @@ func (s *Spec) Override(node, module string, config []byte) error {
 		return fmt.Errorf("override of node %q: it is a %s node, which runs no Wasm module", node, n.Kind())
 	}
 	var cfg map[string]any
-	if config != nil {
+	if len(config) > 0 {
 		var err error
 		if cfg, err = DecodeConfig(config); err != nil {
 			return fmt.Errorf("override of node %q: %w", node, err)
@@ -327,7 +328,7 @@ func (s *Spec) Override(node, module string, config []byte) error {
 	if module != "" {
 		w.Module = module
 	}
-	if config != nil {
+	if len(config) > 0 {
 		w.Config = cfg
 	}
 	return nil

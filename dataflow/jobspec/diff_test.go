@@ -266,7 +266,13 @@ func TestOverride(t *testing.T) {
 		{name: "window with a built-in aggregate", node: "per_card", module: "x@1", err: "it is a window node"},
 		{name: "config a list", node: "enrich", config: []byte(`[1]`), err: "config must be a JSON object"},
 		{name: "config null", node: "enrich", config: []byte(`null`), err: "config must be a JSON object"},
-		{name: "config empty", node: "enrich", config: []byte(``), err: "config must be a JSON object"},
+		{name: "empty config keeps the config", node: "enrich", module: "enrich@4", config: []byte{},
+			check: func(t *testing.T, s *Spec) {
+				if w := s.Node("enrich").Wasm; w.Module != "enrich@4" || w.Config["currency"] != "EUR" {
+					t.Fatalf("enrich = %+v", w)
+				}
+			}},
+		{name: "config blank", node: "enrich", config: []byte(`  `), err: "config must be a JSON object"},
 		{name: "config broken", node: "enrich", config: []byte(`{"a":`), err: "config is not valid JSON"},
 		{name: "config with trailing data", node: "enrich", config: []byte(`{"a":1} {}`), err: "config has more after its JSON object"},
 	}
