@@ -319,3 +319,24 @@ func FuzzDecodeConfig(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDiffSelf: any spec that parses is no change from itself, and a
+// diff never panics.
+func FuzzDiffSelf(f *testing.F) {
+	f.Add([]byte(upgradeBase))
+	f.Add([]byte(good))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		a, err := Parse(b, "")
+		if err != nil {
+			return
+		}
+		again, err := Parse(b, "")
+		if err != nil {
+			t.Fatalf("the second parse failed: %v", err)
+		}
+		d, err := Diff(a, again)
+		if err != nil || !d.Empty() {
+			t.Fatalf("Diff of a spec with itself = %+v, %v\n%s", d, err, b)
+		}
+	})
+}
