@@ -95,6 +95,10 @@ type checkpointRound struct {
 	// with when to try again.
 	busy         map[string]bool
 	collectAfter map[string]time.Time
+	// swapReady holds the jobs whose swap in flight every worker of its
+	// node prepared, with the swap's id: their next checkpoint is its
+	// savepoint, before any other.
+	swapReady map[string]uint64
 }
 
 // checkpointPlan is the output of a round: commands to propose, the I/O to
@@ -157,6 +161,11 @@ func decideCheckpoints(r checkpointRound) checkpointPlan {
 			continue
 		}
 		next := fsm.TriggerCheckpoint{JobID: j.ID, Attempt: j.Attempt, ID: j.CheckpointSeq + 1}
+		if swap := r.swapReady[j.ID]; swap != 0 {
+			next.Savepoint, next.Swap = true, swap
+			p.commands = append(p.commands, &next)
+			continue
+		}
 		if r.savepoints[j.ID] {
 			next.Savepoint = true
 			p.commands = append(p.commands, &next)
@@ -320,12 +329,15 @@ func checkpointInstructions(resp *eddyv1.HeartbeatResponse, worker string, jobs 
 			continue
 		}
 		if p := j.PendingCheckpoint; p != nil && p.Attempt == j.Attempt {
-			kind := eddyv1.CheckpointKind_CHECKPOINT_KIND_CHECKPOINT
+			tr := &eddyv1.CheckpointTrigger{JobId: j.ID, Attempt: uint32(j.Attempt), CheckpointId: p.ID,
+				Kind: eddyv1.CheckpointKind_CHECKPOINT_KIND_CHECKPOINT}
 			if p.Savepoint {
-				kind = eddyv1.CheckpointKind_CHECKPOINT_KIND_SAVEPOINT
+				tr.Kind = eddyv1.CheckpointKind_CHECKPOINT_KIND_SAVEPOINT
 			}
-			resp.TriggerCheckpoints = append(resp.TriggerCheckpoints, &eddyv1.CheckpointTrigger{
-				JobId: j.ID, Attempt: uint32(j.Attempt), CheckpointId: p.ID, Kind: kind})
+			if s := findSwap(j, p.Swap); p.Swap != 0 && s != nil {
+				tr.Kind, tr.SwapId, tr.SwapNode = eddyv1.CheckpointKind_CHECKPOINT_KIND_SWAP, s.ID, s.Node
+			}
+			resp.TriggerCheckpoints = append(resp.TriggerCheckpoints, tr)
 		}
 		if c, ok := j.LatestCompleted(); ok && c.Attempt == j.Attempt {
 			resp.CompletedCheckpoints = append(resp.CompletedCheckpoints, &eddyv1.CheckpointCompletion{

@@ -73,6 +73,9 @@ type checkpointAck struct {
 	incremental int64
 	duration    time.Duration
 	worker      string
+	// swapPause is how long a task of a swapped node held its input for
+	// the swap (a swap savepoint only).
+	swapPause time.Duration
 }
 
 // finalizeCheckpoint writes the manifest of the job's checkpoint in flight
@@ -96,12 +99,14 @@ func (c *Coordinator) finalizeCheckpoint(ctx context.Context, t *term, jobID str
 			return // the next leader fails it
 		}
 		var full, incremental int64
+		var pause time.Duration
 		for _, a := range acks {
 			full += a.fullSize
 			incremental += a.incremental
+			pause = max(pause, a.swapPause)
 		}
 		cmd = &fsm.CheckpointCompleted{JobID: j.ID, Attempt: p.Attempt, ID: p.ID, Savepoint: p.Savepoint, Manifest: location,
-			Duration: max(0, c.now().Sub(p.Triggered)), FullSize: full, IncrementalSize: incremental, Retain: cfg.retain}
+			Duration: max(0, c.now().Sub(p.Triggered)), FullSize: full, IncrementalSize: incremental, Retain: cfg.retain, SwapPause: pause}
 		if err == nil {
 			if t, terr := c.fsm.Tenant(j.Tenant); terr == nil {
 				cmd = checkpointQuotaOutcome(&j, t.Quota, c.fsm.TenantUsage(j.Tenant).CheckpointBytes, cmd.(*fsm.CheckpointCompleted))

@@ -101,6 +101,7 @@ func (s *clusterServer) Heartbeat(ctx context.Context, req *eddyv1.HeartbeatRequ
 		return nil, err
 	}
 	t.heard(wid, req.GetInstanceId(), c.now(), req.GetTasks())
+	t.swapPrepared(wid, req.GetSwapPrepared())
 
 	jobs := c.fsm.AllJobs()
 	byID := make(map[string]*fsm.Job, len(jobs))
@@ -156,6 +157,7 @@ func (s *clusterServer) Heartbeat(ctx context.Context, req *eddyv1.HeartbeatRequ
 		return cfg.storage
 	})
 	setTaskLimits(resp.GetDeployments(), quotasOf(c.fsm.Tenants()))
+	c.swapInstructions(resp, wid, jobs)
 	resp.StateIndex = index
 	resp.HeartbeatIntervalMs = c.cfg.HeartbeatInterval.Milliseconds()
 	if n := len(resp.Deployments) + len(resp.CancelTasks) + len(resp.CancelJobs); n > 0 {
@@ -249,6 +251,7 @@ func (s *clusterServer) AckCheckpoint(ctx context.Context, req *eddyv1.AckCheckp
 		incremental: int64(min(req.GetIncrementalSizeBytes(), math.MaxInt64)),
 		duration:    time.Duration(max(req.GetDurationMs(), 0)) * time.Millisecond,
 		worker:      req.GetWorkerId(),
+		swapPause:   time.Duration(max(req.GetSwapPauseUs(), 0)) * time.Microsecond,
 	})
 	if !ok {
 		return refuse("checkpoint %d of job %s was triggered by a previous leader", p.ID, j.ID)
@@ -287,7 +290,7 @@ func (s *clusterServer) FetchModule(ctx context.Context, req *eddyv1.FetchModule
 	}
 	j, err := c.fsm.FindJob(req.GetJobId())
 	if err != nil || !slices.Contains(slices.Collect(maps.Values(j.Deployment)), w.ID) ||
-		!slices.ContainsFunc(j.Modules, func(m fsm.ModuleRef) bool { return m.SHA256 == req.GetSha256() }) {
+		!jobModule(&j, req.GetSha256()) {
 		return nil, absent
 	}
 	data, err := c.deps.Store.Get(ctx, ModuleKey(j.Tenant, req.GetSha256()))

@@ -358,6 +358,7 @@ func deployment(j *fsm.Job, start []string, workers map[string]fsm.Worker) *eddy
 			DataAddress: workers[wid].Address,
 		})
 	}
+	deploymentOverrides(d, j)
 	d.RestoreFrom, d.RestoreCheckpoint = restoreFrom(j)
 	return d
 }

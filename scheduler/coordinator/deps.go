@@ -57,6 +57,10 @@ type Deps struct {
 	Store     ModuleStore
 	Validator Validator
 	Planner   Planner
+	// NodeTasks returns the ids of the tasks whose chain runs a node of a
+	// spec (the caller wires dataflow.PlanTasks to it): the tasks that
+	// prepare a hot swap of the node. nil: every task of the job does.
+	NodeTasks func(specYAML []byte, node string) ([]string, error)
 	// Now is the clock (nil: time.Now). Every time the leader proposes, and
 	// every liveness, backoff and checkpoint decision, reads it.
 	Now func() time.Time

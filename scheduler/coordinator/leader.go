@@ -45,6 +45,8 @@ type term struct {
 	busy         map[string]bool
 	collectAfter map[string]time.Time
 	waiters      map[string]map[*savepointWaiter]bool
+	// swaps holds what the workers reported of the swaps in flight.
+	swaps map[swapKey]map[string]swapReport
 	// kick wakes the leader's loop for something that is not a change of
 	// the FSM (the last acknowledgement of a checkpoint, a savepoint
 	// request, the end of checkpoint I/O).
@@ -93,6 +95,7 @@ func newTerm(ctx context.Context, cancel context.CancelFunc) *term {
 		busy:         map[string]bool{},
 		collectAfter: map[string]time.Time{},
 		waiters:      map[string]map[*savepointWaiter]bool{},
+		swaps:        map[swapKey]map[string]swapReport{},
 		kick:         make(chan struct{}, 1),
 	}
 }
@@ -453,7 +456,16 @@ func (c *Coordinator) round(t *term) plan {
 	if len(p.commands) > 0 {
 		return p
 	}
+	swapCmds, ready, swapWake := decideSwaps(now, jobs, t.swapView(jobs), c.swapWorkers)
+	if !swapWake.IsZero() {
+		p.wake(swapWake)
+	}
+	if len(swapCmds) > 0 {
+		p.commands = swapCmds
+		return p
+	}
 	r := t.checkpointView(now, jobs, t.index(workers))
+	r.swapReady = ready
 	r.configs = make(map[string]checkpointConfig, len(jobs))
 	for i := range jobs {
 		j := &jobs[i]
@@ -499,7 +511,9 @@ func (c *Coordinator) logDecision(cmd fsm.Command) {
 	case *fsm.FailJob:
 		c.log.Warn("job failed", "job", cmd.JobID, "message", cmd.Message)
 	case *fsm.TriggerCheckpoint:
-		c.log.Info("checkpoint triggered", "job", cmd.JobID, "attempt", cmd.Attempt, "checkpoint", cmd.ID, "savepoint", cmd.Savepoint)
+		c.log.Info("checkpoint triggered", "job", cmd.JobID, "attempt", cmd.Attempt, "checkpoint", cmd.ID, "savepoint", cmd.Savepoint, "swap", cmd.Swap)
+	case *fsm.EndSwap:
+		c.log.Warn("swap ended", "job", cmd.JobID, "swap", cmd.SwapID, "state", cmd.State, "reason", cmd.Reason)
 	case *fsm.CheckpointFailed:
 		c.log.Warn("checkpoint failed", "job", cmd.JobID, "checkpoint", cmd.ID, "reason", cmd.Reason)
 	}

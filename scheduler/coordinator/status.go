@@ -82,6 +82,7 @@ func jobSummary(j *fsm.Job, idx reportIndex) *eddyv1.JobSummary {
 // its worker), and its recent checkpoints (now times the one in flight).
 func jobStatus(j *fsm.Job, idx reportIndex, now time.Time) *eddyv1.JobStatusResponse {
 	resp := &eddyv1.JobStatusResponse{Job: jobSummary(j, idx)}
+	swapStatus(resp, j)
 	for _, task := range j.Tasks {
 		ts := &eddyv1.TaskStatus{TaskId: task, WorkerId: j.Deployment[task]}
 		r := idx.tasks[taskKey{j.ID, j.Attempt, task}]

@@ -1514,6 +1514,10 @@ type AckCheckpointRequest struct {
 	// leader fails the checkpoint at once with this reason, and the job keeps
 	// running. manifest_key and the sizes are then empty.
 	DeclineReason string `protobuf:"bytes,10,opt,name=decline_reason,json=declineReason,proto3" json:"decline_reason,omitempty"`
+	// For a task of the swapped node at a swap savepoint: how long the node
+	// held its input, from the first barrier of the swap reaching the task
+	// to the new instance installed (alignment included), in microseconds.
+	SwapPauseUs   int64 `protobuf:"varint,11,opt,name=swap_pause_us,json=swapPauseUs,proto3" json:"swap_pause_us,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1616,6 +1620,13 @@ func (x *AckCheckpointRequest) GetDeclineReason() string {
 		return x.DeclineReason
 	}
 	return ""
+}
+
+func (x *AckCheckpointRequest) GetSwapPauseUs() int64 {
+	if x != nil {
+		return x.SwapPauseUs
+	}
+	return 0
 }
 
 type AckCheckpointResponse struct {
@@ -1798,7 +1809,7 @@ const file_eddy_v1_cluster_proto_rawDesc = "" +
 	"\x15completed_checkpoints\x18\a \x03(\v2\x1d.eddy.v1.CheckpointCompletionR\x14completedCheckpoints\x12\x1f\n" +
 	"\vstate_index\x18\b \x01(\x04R\n" +
 	"stateIndex\x129\n" +
-	"\rprepare_swaps\x18\t \x03(\v2\x14.eddy.v1.SwapPrepareR\fprepareSwaps\"\xeb\x02\n" +
+	"\rprepare_swaps\x18\t \x03(\v2\x14.eddy.v1.SwapPrepareR\fprepareSwaps\"\x8f\x03\n" +
 	"\x14AckCheckpointRequest\x12\x15\n" +
 	"\x06job_id\x18\x01 \x01(\tR\x05jobId\x12\x18\n" +
 	"\aattempt\x18\x02 \x01(\rR\aattempt\x12#\n" +
@@ -1811,7 +1822,8 @@ const file_eddy_v1_cluster_proto_rawDesc = "" +
 	"durationMs\x12\x1b\n" +
 	"\tworker_id\x18\t \x01(\tR\bworkerId\x12%\n" +
 	"\x0edecline_reason\x18\n" +
-	" \x01(\tR\rdeclineReason\"K\n" +
+	" \x01(\tR\rdeclineReason\x12\"\n" +
+	"\rswap_pause_us\x18\v \x01(\x03R\vswapPauseUs\"K\n" +
 	"\x15AckCheckpointResponse\x12\x1a\n" +
 	"\baccepted\x18\x01 \x01(\bR\baccepted\x12\x16\n" +
 	"\x06reason\x18\x02 \x01(\tR\x06reason2\xba\x02\n" +
