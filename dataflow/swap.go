@@ -246,6 +246,7 @@ func (r *Running) PrepareSwap(ctx context.Context, s Swap) error {
 		for _, p := range prepared {
 			_ = p.inst.Close()
 		}
+		r.DropSwap(s.ID) // an earlier preparation of the same id too
 		return err
 	}
 	for _, slot := range slots {
@@ -257,8 +258,7 @@ func (r *Running) PrepareSwap(ctx context.Context, s Swap) error {
 	}
 	for i, slot := range slots {
 		if err := slot.put(s.ID, prepared[i]); err != nil {
-			prepared = prepared[i+1:] // put closed its own
-			r.DropSwap(s.ID)
+			prepared = prepared[i+1:] // put closed its own; DropSwap those before
 			return fail(err)
 		}
 	}

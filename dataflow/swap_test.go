@@ -44,7 +44,7 @@ nodes:
     source: {generator: {kind: transactions, count: 20000, seed: 7, cards: 100, rate: $RATE}}
   - name: pre
     input: txns
-    wasm: {module: pass}
+    wasm: {module: $PRE}
   - name: counts
     input: pre
     key_by: card
@@ -69,9 +69,9 @@ func (passOp) Finish(context.Context, *stream.Batch) error { return nil }
 func (passOp) Close() error                                { return nil }
 
 // newSwapJob plans swapJob with module as the counter, paced at rate.
-func (e *chkEnv) newSwapJob(module string, rate float64, opens *atomic.Int64) *dataflow.Job {
+func (e *chkEnv) newSwapJob(module, pre string, rate float64, opens *atomic.Int64) *dataflow.Job {
 	e.t.Helper()
-	text := strings.NewReplacer("$RATE", fmt.Sprint(rate), "$DIR", e.out, "$MODULE", module).Replace(swapJob)
+	text := strings.NewReplacer("$RATE", fmt.Sprint(rate), "$DIR", e.out, "$MODULE", module, "$PRE", pre).Replace(swapJob)
 	b := openBackend(e.t, "memory")
 	job, err := dataflow.NewJob(context.Background(), parse(e.t, text), dataflow.Options{
 		Connectors:      connectors.Registry{},
@@ -210,12 +210,17 @@ func checkVersions(t *testing.T, out map[int64][]countLine, at int64, v1, v2 str
 // (each keyed task then aligns a local channel with a remote one: swap
 // barriers as Exchange frames).
 func (e *chkEnv) swapRuns(module string, workers int, opens *atomic.Int64) ([]*dataflow.Job, []*dataflow.Running) {
+	return e.swapRunsWith(module, "pass", workers, opens)
+}
+
+// swapRunsWith is swapRuns with pre's module: "pass", or a Wasm module.
+func (e *chkEnv) swapRunsWith(module, pre string, workers int, opens *atomic.Int64) ([]*dataflow.Job, []*dataflow.Running) {
 	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	e.t.Cleanup(cancel)
 	const rate = 8000 // about 2.5 s, for the swaps to be mid-stream
 	if workers == 1 {
-		job := e.newSwapJob(module, rate, opens)
+		job := e.newSwapJob(module, pre, rate, opens)
 		run, err := job.StartDeployment(ctx, dataflow.Deployment{JobID: "chk", Tasks: taskIDs(job), Checkpointing: e.checkpointing()}, nil)
 		if err != nil {
 			e.t.Fatal(err)
@@ -223,7 +228,7 @@ func (e *chkEnv) swapRuns(module string, workers int, opens *atomic.Int64) ([]*d
 		return []*dataflow.Job{job}, []*dataflow.Running{run}
 	}
 	a, b := startWorker(e.t), startWorker(e.t)
-	jobA, jobB := e.newSwapJob(module, rate, opens), e.newSwapJob(module, rate, opens)
+	jobA, jobB := e.newSwapJob(module, pre, rate, opens), e.newSwapJob(module, pre, rate, opens)
 	da, db := split(e.t, jobA.Spec(), a, b, 1, func(i int, _ dataflow.TaskSpec) bool { return i%2 == 0 })
 	da.Checkpointing, db.Checkpointing = e.checkpointing(), e.checkpointing()
 	runA, err := jobA.StartDeployment(ctx, da, a.ex)
@@ -253,10 +258,14 @@ func prepareAll(t *testing.T, runs []*dataflow.Running, s dataflow.Swap) {
 // checking that each task of the node reported its pause.
 func (e *chkEnv) swapAt(job *dataflow.Job, runs []*dataflow.Running, swapID int64, node string) int64 {
 	e.t.Helper()
+	ofNode := map[string]bool{}
+	for _, ts := range job.Tasks() {
+		ofNode[ts.ID] = slices.Contains(ts.Chain, node)
+	}
 	acks := e.checkpointWith(job, runs, dataflow.Trigger{SwapID: swapID, SwapNode: node}, true)
 	paused := 0
 	for _, a := range acks {
-		if strings.HasPrefix(a.Task, node+"[") {
+		if ofNode[a.Task] {
 			paused++
 			if a.SwapPause <= 0 || a.SwapPause > a.Duration {
 				e.t.Errorf("task %s: swap pause %v (checkpoint took %v)", a.Task, a.SwapPause, a.Duration)
@@ -472,4 +481,25 @@ func TestSwapTrap(t *testing.T) {
 		t.Fatalf("run: %v, want the trap's line", err)
 	}
 	t.Log(err)
+}
+
+// TestSwapSourceChain swaps a node that is not keyed, chained with the
+// source (project-c for project-go, both keeping the whole value): the
+// source task installs it at its own barrier, the trigger.
+func TestSwapSourceChain(t *testing.T) {
+	engine := newEngine(t, host.DefaultConfig())
+	e := newChkEnv(t, engine)
+	var opens atomic.Int64
+	goBuilt := udf(t, engine, "project-go")
+	jobs, runs := e.swapRunsWith("counter-c", "$ROOT/udfs/build/project-c.wasm", 1, &opens)
+	waitRecords(t, jobs[0], runs, 2000)
+	prepareAll(t, runs, dataflow.Swap{ID: 1, Node: "pre", Module: goBuilt})
+	at := e.swapAt(jobs[0], runs, 1, "pre")
+	waitAll(t, runs)
+	out := swapOutput(t, e.out)
+	checkContinuous(t, out)
+	checkVersions(t, out, at, "", "")
+	if n := opens.Load(); n != 2 {
+		t.Errorf("the pass-through stage after the counter opened %d times, want 2", n)
+	}
 }
