@@ -3,6 +3,7 @@ package dataflow_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -210,14 +211,15 @@ func checkVersions(t *testing.T, out map[int64][]countLine, at int64, v1, v2 str
 // (each keyed task then aligns a local channel with a remote one: swap
 // barriers as Exchange frames).
 func (e *chkEnv) swapRuns(module string, workers int, opens *atomic.Int64) ([]*dataflow.Job, []*dataflow.Running) {
-	return e.swapRunsWith(module, "pass", workers, opens)
-}
-
-// swapRunsWith is swapRuns with pre's module: "pass", or a Wasm module.
-func (e *chkEnv) swapRunsWith(module, pre string, workers int, opens *atomic.Int64) ([]*dataflow.Job, []*dataflow.Running) {
-	e.t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	e.t.Cleanup(cancel)
+	return e.swapRunsWith(ctx, module, "pass", workers, opens)
+}
+
+// swapRunsWith is swapRuns with pre's module ("pass", or a Wasm module)
+// and the runs' context; they restore from e.last.
+func (e *chkEnv) swapRunsWith(ctx context.Context, module, pre string, workers int, opens *atomic.Int64) ([]*dataflow.Job, []*dataflow.Running) {
+	e.t.Helper()
 	const rate = 8000 // about 2.5 s, for the swaps to be mid-stream
 	if workers == 1 {
 		job := e.newSwapJob(module, pre, rate, opens)
@@ -350,6 +352,13 @@ func TestSwapRefused(t *testing.T) {
 	modules := map[string]*host.Module{}
 	for _, name := range []string{"counter-kind-c", "counter-renamed-c", "counter-plus-c", "card-stats-c", "counter-c"} {
 		modules[name] = udf(t, engine, name)
+	}
+	// A module the validator refuses never reaches PrepareSwap: the
+	// worker's Load (or Compile) says why, in one line.
+	root, _ := filepath.Abs("..")
+	if _, err := engine.Load(context.Background(), filepath.Join(root, "host/testdata/missing_export.wasm")); err == nil ||
+		!strings.Contains(err.Error(), "eddy_process") || strings.Contains(err.Error(), "\n") || !errors.Is(err, host.ErrInvalidModule) {
+		t.Errorf("Load of a module without eddy_process: %v", err)
 	}
 	jobs, runs := e.swapRuns("counter-c", 1, &opens)
 	run := runs[0]
@@ -491,7 +500,7 @@ func TestSwapSourceChain(t *testing.T) {
 	e := newChkEnv(t, engine)
 	var opens atomic.Int64
 	goBuilt := udf(t, engine, "project-go")
-	jobs, runs := e.swapRunsWith("counter-c", "$ROOT/udfs/build/project-c.wasm", 1, &opens)
+	jobs, runs := e.swapRunsWith(context.Background(), "counter-c", "$ROOT/udfs/build/project-c.wasm", 1, &opens)
 	waitRecords(t, jobs[0], runs, 2000)
 	prepareAll(t, runs, dataflow.Swap{ID: 1, Node: "pre", Module: goBuilt})
 	at := e.swapAt(jobs[0], runs, 1, "pre")
@@ -501,5 +510,46 @@ func TestSwapSourceChain(t *testing.T) {
 	checkVersions(t, out, at, "", "")
 	if n := opens.Load(); n != 2 {
 		t.Errorf("the pass-through stage after the counter opened %d times, want 2", n)
+	}
+}
+
+// TestSwapThenRestore crashes the job after a completed swap savepoint
+// and restores it from there: with the new version (the leader pinned
+// it) and with the old one (a rollback). Either way every count goes on
+// from the savepoint, exactly once: the crashed attempt's output after
+// it is discarded.
+func TestSwapThenRestore(t *testing.T) {
+	engine := newEngine(t, host.DefaultConfig())
+	plus := udf(t, engine, "counter-plus-c")
+	for _, tc := range []struct {
+		name, restoreWith, after string
+	}{
+		{"new version", "counter-plus-c", "plus"},
+		{"rollback", "counter-c", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newChkEnv(t, engine)
+			var opens atomic.Int64
+			ctx, crash := context.WithCancel(context.Background())
+			defer crash()
+			jobs, runs := e.swapRunsWith(ctx, "counter-c", "pass", 1, &opens)
+			waitRecords(t, jobs[0], runs, 2000)
+			prepareAll(t, runs, dataflow.Swap{ID: 1, Node: "counts", Module: plus})
+			at := e.swapAt(jobs[0], runs, 1, "counts")
+			waitRecords(t, jobs[0], runs, 5000)
+			crash()
+			if _, err := runs[0].Wait(); !errors.Is(err, context.Canceled) {
+				t.Fatalf("crashed run: %v", err)
+			}
+			_, runs = e.swapRunsWith(context.Background(), tc.restoreWith, "pass", 1, &opens)
+			waitAll(t, runs)
+			out := swapOutput(t, e.out)
+			checkContinuous(t, out)
+			if tc.after == "" {
+				checkVersions(t, out, at, "", "")
+			} else {
+				checkVersions(t, out, at, "", tc.after)
+			}
+		})
 	}
 }
