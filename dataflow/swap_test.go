@@ -553,3 +553,43 @@ func TestSwapThenRestore(t *testing.T) {
 		})
 	}
 }
+
+// TestSwapPrepareHammer prepares, re-prepares and drops swaps from
+// several goroutines while the job runs, then swaps one in: the tasks
+// never see the others, and the one installed is the last prepared.
+func TestSwapPrepareHammer(t *testing.T) {
+	engine := newEngine(t, host.DefaultConfig())
+	e := newChkEnv(t, engine)
+	var opens atomic.Int64
+	plus, c := udf(t, engine, "counter-plus-c"), udf(t, engine, "counter-c")
+	jobs, runs := e.swapRuns("counter-c", 1, &opens)
+	run := runs[0]
+	waitRecords(t, jobs[0], runs, 1000)
+	errs := make(chan error, 4)
+	for g := range 4 {
+		go func() {
+			for i := range 8 {
+				id := int64(100*(g+1) + i)
+				if err := run.PrepareSwap(context.Background(), dataflow.Swap{ID: id, Node: "counts", Module: c}); err != nil {
+					errs <- err
+					return
+				}
+				if i%2 == 0 {
+					run.DropSwap(id)
+				}
+			}
+			// Swap 50 prepared again and again: the last one stays.
+			errs <- run.PrepareSwap(context.Background(), dataflow.Swap{ID: 50, Node: "counts", Module: plus})
+		}()
+	}
+	for range 4 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	at := e.swapAt(jobs[0], runs, 50, "counts")
+	waitAll(t, runs)
+	out := swapOutput(t, e.out)
+	checkContinuous(t, out)
+	checkVersions(t, out, at, "", "plus")
+}
