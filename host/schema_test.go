@@ -106,62 +106,75 @@ func storedCount(t *testing.T, st state.Store, key string) (string, uint32) {
 // old state_get, handed a value version 2 wrote, gets its bytes alone.
 func TestSchemaSwapCounter(t *testing.T) {
 	e := newKeyedEngine(t)
-	v1, v2 := loadUDF(t, e, "counter-c"), loadUDF(t, e, "counter-v2-c")
-	if v1.ABIVersion() != 2 || v2.ABIVersion() != 4 {
-		t.Fatalf("ABI versions %d and %d, want 2 and 4", v1.ABIVersion(), v2.ABIVersion())
-	}
-	for _, src := range schemaBackends {
-		for _, dst := range schemaBackends {
-			t.Run(src.name+"-to-"+dst.name, func(t *testing.T) {
-				blobs, err := storage.Open(context.Background(), "file://"+t.TempDir(), storage.Config{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer blobs.Close()
-				st := openTask(t, src.open(t))
-
-				old := newKeyedInstance(t, v1, "job/count[0]", st, "{}")
-				equalLines(t, "version 1", countRecords(t, old, "a", "a", "a", "b"), []string{
-					`{"key":"a","count":1}`, `{"key":"a","count":2}`, `{"key":"a","count":3}`, `{"key":"b","count":1}`})
-				old.Close()
-				if v, schema := storedCount(t, st, "a"); schema != 0 || binary.LittleEndian.Uint64([]byte(v)) != 3 {
-					t.Fatalf("version 1 stored %x, schema %d; want u64 3, schema 0", v, schema)
-				}
-
-				st = checkpoint(t, st, blobs, dst.open(t))
-				swapped := newKeyedInstance(t, v2, "job/count[0]", st, "{}")
-				equalLines(t, "version 2 after the swap", countRecords(t, swapped, "a", "b", "a"), []string{
-					`{"key":"a","count":4,"v":2}`, `{"key":"b","count":2,"v":2}`, `{"key":"a","count":5,"v":2}`})
-				swapped.Close()
-				if v, schema := storedCount(t, st, "a"); v != `{"n":5}` || schema != 1 {
-					t.Fatalf("version 2 stored %q, schema %d; want {\"n\":5}, schema 1", v, schema)
-				}
-
-				st = checkpoint(t, st, blobs, src.open(t))
-				again := newKeyedInstance(t, v2, "job/count[0]", st, "{}")
-				equalLines(t, "version 2 after a restore", countRecords(t, again, "a", "c"), []string{
-					`{"key":"a","count":6,"v":2}`, `{"key":"c","count":1,"v":2}`})
-				again.Close()
-				if v, schema := storedCount(t, st, "c"); v != `{"n":1}` || schema != 1 {
-					t.Fatalf("a new key: stored %q, schema %d", v, schema)
-				}
-
-				// The old state_get returns the bytes version 2 wrote, without
-				// their schema: version 1 does not know them, and says so.
-				back, err := v1.NewInstance(context.Background(), InstanceConfig{Name: "job/count[0]", State: st})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer back.Close()
-				if err := back.Open([]byte("{}")); err != nil {
-					t.Fatal(err)
-				}
-				err = back.Process([]abi.Record{{Key: []byte("a"), Value: []byte("{}")}}, nil)
-				if err == nil || !strings.Contains(err.Error(), "the stored count has 7 bytes, want 8") {
-					t.Fatalf("version 1 on a schema-1 value: %v, want it to see the 7 bytes of {\"n\":6}", err)
-				}
-			})
+	type swap struct{ v1, v2, src, dst int } // indexes of modules and schemaBackends
+	modules := []string{"counter-c", "counter-v2-c", "counter-go", "counter-v2-go"}
+	var swaps []swap
+	for src := range schemaBackends {
+		for dst := range schemaBackends {
+			swaps = append(swaps, swap{0, 1, src, dst})
 		}
+	}
+	// The Go versions, and across languages: the state is the host's.
+	swaps = append(swaps, swap{2, 3, 0, 1}, swap{0, 3, 1, 0}, swap{2, 1, 0, 0})
+	loaded := make([]*Module, len(modules))
+	for n, name := range modules {
+		loaded[n] = loadUDF(t, e, name)
+		if want := uint32(2 + 2*(n%2)); loaded[n].ABIVersion() != want {
+			t.Fatalf("%s: ABI version %d, want %d", name, loaded[n].ABIVersion(), want)
+		}
+	}
+	for _, sw := range swaps {
+		src, dst := schemaBackends[sw.src], schemaBackends[sw.dst]
+		v1, v2 := loaded[sw.v1], loaded[sw.v2]
+		t.Run(modules[sw.v1]+"-to-"+modules[sw.v2]+"/"+src.name+"-to-"+dst.name, func(t *testing.T) {
+			blobs, err := storage.Open(context.Background(), "file://"+t.TempDir(), storage.Config{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer blobs.Close()
+			st := openTask(t, src.open(t))
+
+			old := newKeyedInstance(t, v1, "job/count[0]", st, "{}")
+			equalLines(t, "version 1", countRecords(t, old, "a", "a", "a", "b"), []string{
+				`{"key":"a","count":1}`, `{"key":"a","count":2}`, `{"key":"a","count":3}`, `{"key":"b","count":1}`})
+			old.Close()
+			if v, schema := storedCount(t, st, "a"); schema != 0 || binary.LittleEndian.Uint64([]byte(v)) != 3 {
+				t.Fatalf("version 1 stored %x, schema %d; want u64 3, schema 0", v, schema)
+			}
+
+			st = checkpoint(t, st, blobs, dst.open(t))
+			swapped := newKeyedInstance(t, v2, "job/count[0]", st, "{}")
+			equalLines(t, "version 2 after the swap", countRecords(t, swapped, "a", "b", "a"), []string{
+				`{"key":"a","count":4,"v":2}`, `{"key":"b","count":2,"v":2}`, `{"key":"a","count":5,"v":2}`})
+			swapped.Close()
+			if v, schema := storedCount(t, st, "a"); v != `{"n":5}` || schema != 1 {
+				t.Fatalf("version 2 stored %q, schema %d; want {\"n\":5}, schema 1", v, schema)
+			}
+
+			st = checkpoint(t, st, blobs, src.open(t))
+			again := newKeyedInstance(t, v2, "job/count[0]", st, "{}")
+			equalLines(t, "version 2 after a restore", countRecords(t, again, "a", "c"), []string{
+				`{"key":"a","count":6,"v":2}`, `{"key":"c","count":1,"v":2}`})
+			again.Close()
+			if v, schema := storedCount(t, st, "c"); v != `{"n":1}` || schema != 1 {
+				t.Fatalf("a new key: stored %q, schema %d", v, schema)
+			}
+
+			// The old state_get returns the bytes version 2 wrote, without
+			// their schema: version 1 does not know them, and says so.
+			back, err := v1.NewInstance(context.Background(), InstanceConfig{Name: "job/count[0]", State: st})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer back.Close()
+			if err := back.Open([]byte("{}")); err != nil {
+				t.Fatal(err)
+			}
+			err = back.Process([]abi.Record{{Key: []byte("a"), Value: []byte("{}")}}, nil)
+			if err == nil || !strings.Contains(err.Error(), "the stored count has 7 bytes, want 8") {
+				t.Fatalf("version 1 on a schema-1 value: %v, want it to see the 7 bytes of {\"n\":6}", err)
+			}
+		})
 	}
 }
 
