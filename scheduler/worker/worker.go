@@ -186,6 +186,10 @@ type running struct {
 	checkpoints bool
 	triggered   uint64
 	completed   uint64
+	// ctx is the deployment's context (with its tenant's instance
+	// limits); swaps are the hot swaps asked of it, by id.
+	ctx   context.Context
+	swaps map[uint64]*preparedSwap
 }
 
 // New prepares a worker; Start runs it.
@@ -506,6 +510,9 @@ func (w *Worker) heartbeat(ctx context.Context, index uint64, wait time.Duration
 	}()
 	req := &eddyv1.HeartbeatRequest{WorkerId: w.cfg.ID, InstanceId: w.instance, Tasks: w.reports(),
 		StateIndex: index, Logs: w.logs.take()}
+	w.mu.Lock()
+	req.SwapPrepared = w.swapReports()
+	w.mu.Unlock()
 	req.WaitMs = uint32(heartbeatWait(wait, len(req.Logs) > 0).Milliseconds())
 	var resp *eddyv1.HeartbeatResponse
 	err := w.call(ctx, func(c eddyv1.ClusterClient) error {
@@ -652,7 +659,11 @@ func (w *Worker) apply(ctx context.Context, resp *eddyv1.HeartbeatResponse) {
 			completions = append(completions, completion{r.run, c.GetCheckpointId()})
 		}
 	}
+	swaps := w.applySwaps(resp)
 	w.mu.Unlock()
+	for _, f := range swaps {
+		go f()
+	}
 	for _, t := range triggers {
 		w.trigger(t.r, t.tr)
 	}
@@ -670,7 +681,9 @@ func (w *Worker) trigger(r *running, tr *eddyv1.CheckpointTrigger) {
 	id := tr.GetCheckpointId()
 	err := errors.New("the job does not checkpoint: its spec has no checkpoint section")
 	if r.checkpoints {
-		err = r.run.Trigger(dataflow.Trigger{ID: int64(id), Savepoint: tr.GetKind() == eddyv1.CheckpointKind_CHECKPOINT_KIND_SAVEPOINT})
+		kind := tr.GetKind()
+		err = r.run.Trigger(dataflow.Trigger{ID: int64(id), Savepoint: kind == eddyv1.CheckpointKind_CHECKPOINT_KIND_SAVEPOINT || kind == eddyv1.CheckpointKind_CHECKPOINT_KIND_SWAP,
+			SwapID: int64(tr.GetSwapId()), SwapNode: tr.GetSwapNode()})
 	}
 	if err == nil {
 		return
@@ -759,7 +772,7 @@ func (w *Worker) cancelAll() {
 func (w *Worker) deploy(ctx context.Context, d *eddyv1.Deployment) {
 	key := jobAttempt{d.GetJobId(), d.GetAttempt()}
 	jctx, cancel := context.WithCancel(host.WithInstanceLimits(ctx, instanceLimits(d.GetLimits())))
-	r := &running{d: d, cancel: cancel, done: make(chan struct{}), released: map[string]bool{}}
+	r := &running{d: d, cancel: cancel, done: make(chan struct{}), released: map[string]bool{}, ctx: jctx}
 	w.mu.Lock()
 	w.jobs[key] = r
 	w.mu.Unlock()
@@ -862,7 +875,7 @@ func (w *Worker) checkpointing(ctx context.Context, d *eddyv1.Deployment, spec *
 		Ack: func(a dataflow.Ack) {
 			w.queueAck(&eddyv1.AckCheckpointRequest{JobId: job, Attempt: attempt, CheckpointId: uint64(a.CheckpointID), TaskId: a.Task,
 				ManifestKey: a.Manifest, FullSizeBytes: uint64(max(a.FullSize, 0)), IncrementalSizeBytes: uint64(max(a.Incremental, 0)),
-				DurationMs: a.Duration.Milliseconds(), WorkerId: w.cfg.ID})
+				DurationMs: a.Duration.Milliseconds(), WorkerId: w.cfg.ID, SwapPauseUs: a.SwapPause.Microseconds()})
 		},
 	}, nil
 }
@@ -899,6 +912,13 @@ func (w *Worker) build(ctx context.Context, d *eddyv1.Deployment, log *slog.Logg
 	refs := map[string]*eddyv1.ModuleRef{}
 	for _, m := range d.GetModules() {
 		refs[m.GetRef()] = m
+	}
+	// The versions completed hot swaps put in place.
+	for _, o := range d.GetOverrides() {
+		if err := spec.Override(o.GetNode(), o.GetModule().GetRef(), o.GetConfigJson()); err != nil {
+			return nil, dataflow.Deployment{}, fmt.Errorf("swapped node %s: %w", o.GetNode(), err)
+		}
+		refs[o.GetModule().GetRef()] = o.GetModule()
 	}
 	opts := w.cfg.Job
 	opts.TLS = w.cfg.TLS
