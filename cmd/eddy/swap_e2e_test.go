@@ -263,8 +263,14 @@ func TestSwapRefused(t *testing.T) {
 	want := referenceCounts(t, count, "counter-c.wasm")
 	c := swapCluster(t, map[string]string{
 		"counter": "counter-c.wasm", "counter-kind": "counter-kind-c.wasm", "counter-renamed": "counter-renamed-c.wasm",
-		"project": "project-c.wasm", "noproc": "../../host/testdata/no_process.wasm",
+		"project": "project-c.wasm", "card-stats": "card-stats-c.wasm",
 	})
+	// A module missing an export never gets into the registry, so no swap
+	// can name it.
+	if r := c.client(t, "module", "upload", filepath.Join(repoRoot(t), "host/testdata/missing_export.wasm"), "--name", "noproc"); r.code == 0 ||
+		!strings.Contains(r.stderr, "export") {
+		t.Errorf("upload of a module missing an export: exit %d, %s", r.code, r.stderr)
+	}
 	id, out := submitSwapJob(t, c, count, 1500, "counter")
 	for _, tc := range []struct {
 		args []string
@@ -274,6 +280,7 @@ func TestSwapRefused(t *testing.T) {
 		{[]string{"--module", "counter-renamed@1"}, "--allow-dropped-state"},
 		{[]string{"--config", `{"bogus": 1}`}, "bogus"},
 		{[]string{"--module", "project@1"}, "count"}, // declares no state: "count" would be dropped
+		{[]string{"--module", "card-stats@1"}, "aggregate"},
 	} {
 		r := c.client(t, append([]string{"job", "swap", id, "--node", "count"}, tc.args...)...)
 		if r.code == 0 || !strings.Contains(swapOut(r), tc.want) {
@@ -303,8 +310,8 @@ func TestSwapRefused(t *testing.T) {
 	if attempt != 1 {
 		t.Errorf("finished at attempt %d\n%s", attempt, st)
 	}
-	if n := strings.Count(st, "REFUSED"); n < 4 {
-		t.Errorf("status lists %d refused swaps, want 4:\n%s", n, st)
+	if n := strings.Count(st, "REFUSED"); n < 5 {
+		t.Errorf("status lists %d refused swaps, want 5:\n%s", n, st)
 	}
 	checkSwapCounts(t, readCounts(t, out), want, neverNew)
 }
