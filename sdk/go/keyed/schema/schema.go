@@ -20,8 +20,8 @@ package schema
 
 import (
 	// keyed's init sets version 2; importing it runs that first.
-	_ "github.com/eddy-stream/eddy/sdk/go/keyed"
 	"github.com/eddy-stream/eddy/sdk/go/internal/guest"
+	_ "github.com/eddy-stream/eddy/sdk/go/keyed"
 )
 
 // abiVersion is the ABI version that defines schema versions of state.
