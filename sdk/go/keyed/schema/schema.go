@@ -19,9 +19,10 @@
 package schema
 
 import (
+	"github.com/eddy-stream/eddy/sdk/go/internal/guest"
+
 	// keyed's init sets version 2; importing it runs that first.
 	_ "github.com/eddy-stream/eddy/sdk/go/keyed"
-	"github.com/eddy-stream/eddy/sdk/go/internal/guest"
 )
 
 // abiVersion is the ABI version that defines schema versions of state.
