@@ -200,6 +200,8 @@ func TestCLinkRules(t *testing.T) {
 		"aggregate and operator":     {[]string{op, "testdata/cagg.c", "../../c/eddy_aggregate.c", "../../c/eddy_json.c"}, "duplicate symbol: eddy_op_process"},
 		"aggregate and window":       {[]string{"testdata/cagg.c", "testdata/cwindow.c", "../../c/eddy_aggregate.c", "../../c/eddy_window.c", "../../c/eddy_json.c"}, "duplicate symbol"},
 		"window and operator":        {[]string{op, "testdata/cwindow.c", "../../c/eddy_window.c"}, "duplicate symbol: eddy_op_process"},
+		// eddy_value_state2 needs ABI version 4, which eddy_keyed_schema.c declares.
+		"schema without eddy_keyed_schema.c": {[]string{"../../../udfs/counter/c-v2/counter_v2.c", "../../c/eddy_keyed.c", "../../c/eddy_json.c"}, "undefined symbol: eddy__schema_linked"},
 	} {
 		args := append([]string{"--target=wasm32-wasi", "-mexec-model=reactor", "-O2", "-std=c99", "-I", "../../c",
 			"-o", filepath.Join(dir, "out.wasm"), "../../c/eddy.c"}, tc.srcs...)

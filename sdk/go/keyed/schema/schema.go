@@ -19,8 +19,9 @@
 package schema
 
 import (
-	// keyed's init sets version 2; importing it runs that first.
 	"github.com/eddy-stream/eddy/sdk/go/internal/guest"
+
+	// keyed's init sets version 2; importing it runs that first.
 	_ "github.com/eddy-stream/eddy/sdk/go/keyed"
 )
 
