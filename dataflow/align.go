@@ -8,6 +8,11 @@ type barrier struct {
 	savepoint bool
 	// triggered is when the trigger reached the source task, in Unix ms.
 	triggered int64
+	// swapNode, when set, makes the barrier a swap's (a savepoint): the
+	// tasks of that node install what PrepareSwap prepared for swapID
+	// after their snapshot at this barrier (swap.go).
+	swapID   int64
+	swapNode string
 }
 
 // alignAction tells the task what to do with a message the aligner saw.

@@ -55,6 +55,11 @@ func (c *Checkpointing) validate() error {
 type Trigger struct {
 	ID        int64
 	Savepoint bool
+	// SwapNode, when set, makes the checkpoint swap SwapID's savepoint
+	// (Savepoint is implied): at its barrier, the tasks of SwapNode
+	// install what Running.PrepareSwap prepared for SwapID.
+	SwapID   int64
+	SwapNode string
 }
 
 // Ack reports that a task's snapshot of a checkpoint is durable.
@@ -71,6 +76,11 @@ type Ack struct {
 	// task (its trigger, for a source task) to the acknowledgement:
 	// alignment and snapshot.
 	Duration time.Duration
+	// SwapPause, for a task of a swap's node at the swap's savepoint, is
+	// the time from the checkpoint's first barrier reaching the task to
+	// the new instance installed: alignment, capture and install, during
+	// which the node processed nothing. 0 for other tasks.
+	SwapPause time.Duration
 }
 
 // restorePoint is a checkpoint read for a deployment: every task

@@ -363,6 +363,9 @@ type Running struct {
 	// completed checkpoints (a source at their head, which may be a
 	// CheckpointListener, or a sink at their tail), each once.
 	sources, completions []*mailbox
+	// swaps are the swap slots of the deployment's tasks by node: one per
+	// local task of each Wasm node (swap.go).
+	swaps map[string][]*swapSlot
 
 	mu        sync.Mutex
 	triggered int64
@@ -413,6 +416,8 @@ func (j *Job) StartDeployment(ctx context.Context, d Deployment, ex *Exchange) (
 	}
 	pool := j.opts.TLS.NewPool() // one connection per peer for this run
 	r := &Running{job: j, cp: cp, done: make(chan struct{})}
+	var taskSwaps map[string]map[string]*swapSlot
+	r.swaps, taskSwaps = j.swapSlots(dep)
 
 	var tasks []*task
 	var metrics []*taskMetrics
@@ -423,7 +428,7 @@ func (j *Job) StartDeployment(ctx context.Context, d Deployment, ex *Exchange) (
 				continue
 			}
 			t := &task{job: j, chain: c, subtask: i, id: id, dep: dep, pool: pool, metrics: newTaskMetrics(id), input: dep.gates[id],
-				cp: cp, restore: restore}
+				cp: cp, restore: restore, swaps: taskSwaps[id]}
 			if t.input != nil {
 				t.input.onFail = fail
 				t.input.runDone = ctx.Done()
@@ -501,6 +506,15 @@ func (r *Running) Trigger(t Trigger) error {
 	}
 	if t.ID <= 0 {
 		return fmt.Errorf("job %s: checkpoint id %d, want > 0", r.job.spec.Name, t.ID)
+	}
+	if t.SwapNode != "" {
+		if err := r.job.checkSwapNode(t.SwapNode); err != nil {
+			return fmt.Errorf("job %s: checkpoint %d: swap %d: %w", r.job.spec.Name, t.ID, t.SwapID, err)
+		}
+		if t.SwapID <= 0 {
+			return fmt.Errorf("job %s: checkpoint %d: swap id %d, want > 0", r.job.spec.Name, t.ID, t.SwapID)
+		}
+		t.Savepoint = true
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()

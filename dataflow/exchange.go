@@ -401,8 +401,18 @@ func frameMessage(f *eddyv1.Frame, ch int) (message, error) {
 		case eddyv1.CheckpointKind_CHECKPOINT_KIND_CHECKPOINT:
 		case eddyv1.CheckpointKind_CHECKPOINT_KIND_SAVEPOINT:
 			savepoint = true
+		case eddyv1.CheckpointKind_CHECKPOINT_KIND_SWAP:
+			swapID := b.GetSwapId()
+			if swapID == 0 || swapID > math.MaxInt64 || b.GetSwapNode() == "" {
+				return message{}, mark(fmt.Errorf("swap barrier %d with swap id %d and node %q", id, swapID, b.GetSwapNode()), ErrBadFrame)
+			}
+			return message{kind: msgBarrier, channel: ch, barrier: &barrier{id: int64(id), savepoint: true, triggered: b.GetTriggeredUnixMs(),
+				swapID: int64(swapID), swapNode: b.GetSwapNode()}}, nil
 		default:
 			return message{}, mark(fmt.Errorf("checkpoint barrier %d of kind %v", id, b.GetKind()), ErrBadFrame)
+		}
+		if b.GetSwapId() != 0 || b.GetSwapNode() != "" {
+			return message{}, mark(fmt.Errorf("checkpoint barrier %d of kind %v names swap %d of node %q", id, b.GetKind(), b.GetSwapId(), b.GetSwapNode()), ErrBadFrame)
 		}
 		return message{kind: msgBarrier, channel: ch, barrier: &barrier{id: int64(id), savepoint: savepoint, triggered: b.GetTriggeredUnixMs()}}, nil
 	case nil:
@@ -423,12 +433,16 @@ func messageFrame(m message) *eddyv1.Frame {
 	case msgIdle:
 		return &eddyv1.Frame{Kind: &eddyv1.Frame_Idle{Idle: &eddyv1.Idle{}}}
 	case msgBarrier:
+		b := m.barrier
 		kind := eddyv1.CheckpointKind_CHECKPOINT_KIND_CHECKPOINT
-		if m.barrier.savepoint {
+		switch {
+		case b.swapNode != "":
+			kind = eddyv1.CheckpointKind_CHECKPOINT_KIND_SWAP
+		case b.savepoint:
 			kind = eddyv1.CheckpointKind_CHECKPOINT_KIND_SAVEPOINT
 		}
 		return &eddyv1.Frame{Kind: &eddyv1.Frame_Barrier{Barrier: &eddyv1.Barrier{
-			CheckpointId: uint64(m.barrier.id), TriggeredUnixMs: m.barrier.triggered, Kind: kind}}}
+			CheckpointId: uint64(b.id), TriggeredUnixMs: b.triggered, Kind: kind, SwapId: uint64(b.swapID), SwapNode: b.swapNode}}}
 	default: // msgEOS
 		return &eddyv1.Frame{Kind: &eddyv1.Frame_EndOfInput{EndOfInput: &eddyv1.EndOfInput{}}}
 	}

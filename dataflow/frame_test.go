@@ -22,6 +22,11 @@ func barrierFrame(id uint64, triggered int64, kind eddyv1.CheckpointKind) *eddyv
 	return &eddyv1.Frame{Kind: &eddyv1.Frame_Barrier{Barrier: &eddyv1.Barrier{CheckpointId: id, TriggeredUnixMs: triggered, Kind: kind}}}
 }
 
+func swapFrame(id uint64, triggered int64, swapID uint64, node string) *eddyv1.Frame {
+	return &eddyv1.Frame{Kind: &eddyv1.Frame_Barrier{Barrier: &eddyv1.Barrier{CheckpointId: id, TriggeredUnixMs: triggered,
+		Kind: eddyv1.CheckpointKind_CHECKPOINT_KIND_SWAP, SwapId: swapID, SwapNode: node}}}
+}
+
 // TestFrameMessage maps every kind of frame, well-formed or not, to what
 // the consumer's gate reads, or to a clear error wrapping ErrBadFrame.
 func TestFrameMessage(t *testing.T) {
@@ -57,6 +62,14 @@ func TestFrameMessage(t *testing.T) {
 			want: message{kind: msgBarrier, channel: 3, barrier: &barrier{id: 9, triggered: 1700}}},
 		{name: "savepoint barrier", frame: barrierFrame(10, 0, eddyv1.CheckpointKind_CHECKPOINT_KIND_SAVEPOINT),
 			want: message{kind: msgBarrier, channel: 3, barrier: &barrier{id: 10, savepoint: true}}},
+		{name: "swap barrier", frame: swapFrame(11, 5, 3, "count"),
+			want: message{kind: msgBarrier, channel: 3, barrier: &barrier{id: 11, savepoint: true, triggered: 5, swapID: 3, swapNode: "count"}}},
+		{name: "swap barrier without node", frame: swapFrame(11, 0, 3, ""), err: `swap barrier 11 with swap id 3 and node ""`},
+		{name: "swap barrier without swap id", frame: swapFrame(11, 0, 0, "count"), err: `swap barrier 11 with swap id 0 and node "count"`},
+		{name: "swap id too large", frame: swapFrame(11, 0, math.MaxInt64+1, "count"), err: "swap barrier 11 with swap id 9223372036854775808"},
+		{name: "savepoint barrier naming a swap", frame: &eddyv1.Frame{Kind: &eddyv1.Frame_Barrier{Barrier: &eddyv1.Barrier{CheckpointId: 12,
+			Kind: eddyv1.CheckpointKind_CHECKPOINT_KIND_SAVEPOINT, SwapId: 1, SwapNode: "count"}}},
+			err: `checkpoint barrier 12 of kind CHECKPOINT_KIND_SAVEPOINT names swap 1 of node "count"`},
 		{name: "barrier without kind", frame: barrierFrame(9, 0, eddyv1.CheckpointKind_CHECKPOINT_KIND_UNSPECIFIED), err: "checkpoint barrier 9 of kind CHECKPOINT_KIND_UNSPECIFIED"},
 		{name: "barrier of unknown kind", frame: barrierFrame(9, 0, 7), err: "checkpoint barrier 9 of kind 7"},
 		{name: "barrier without id", frame: barrierFrame(0, 0, eddyv1.CheckpointKind_CHECKPOINT_KIND_CHECKPOINT), err: "checkpoint barrier with id 0"},
@@ -135,6 +148,7 @@ func TestMessageFrameRoundTrip(t *testing.T) {
 		{kind: msgEOS},
 		{kind: msgBarrier, barrier: &barrier{id: 42, triggered: 1234}},
 		{kind: msgBarrier, barrier: &barrier{id: 43, savepoint: true}},
+		{kind: msgBarrier, barrier: &barrier{id: 44, savepoint: true, triggered: 7, swapID: 2, swapNode: "count"}},
 	} {
 		wire, err := proto.Marshal(messageFrame(m))
 		if err != nil {
@@ -177,7 +191,7 @@ func FuzzFrameMessage(f *testing.F) {
 	f.Add(good[:len(good)-3])
 	f.Add([]byte{})
 	for _, fr := range []*eddyv1.Frame{batchFrame(good), {Kind: &eddyv1.Frame_Watermark{Watermark: -5}}, {Kind: &eddyv1.Frame_Idle{}},
-		barrierFrame(3, 5, eddyv1.CheckpointKind_CHECKPOINT_KIND_SAVEPOINT)} {
+		barrierFrame(3, 5, eddyv1.CheckpointKind_CHECKPOINT_KIND_SAVEPOINT), swapFrame(4, 5, 1, "n")} {
 		wire, _ := proto.Marshal(&eddyv1.TransferRequest{Kind: &eddyv1.TransferRequest_Frame{Frame: fr}})
 		f.Add(wire)
 	}
@@ -190,6 +204,9 @@ func FuzzFrameMessage(f *testing.F) {
 			}
 			if err == nil && m.kind == msgBarrier && m.barrier.id <= 0 {
 				t.Fatalf("barrier %d was accepted", m.barrier.id)
+			}
+			if err == nil && m.kind == msgBarrier && (m.barrier.swapNode == "") != (m.barrier.swapID == 0) {
+				t.Fatalf("swap barrier %+v was accepted", m.barrier)
 			}
 		}
 		m, err := frameMessage(batchFrame(data), 1)

@@ -56,16 +56,20 @@ type wasmOperator struct {
 	inst   *host.Instance
 	out    *stream.Batch
 	emit   func([]stream.Record)
+	// swap, when set, is where PrepareSwap leaves new versions of the
+	// module for this stage (swap.go).
+	swap *swapSlot
 }
 
 func (w *wasmOperator) Open(ctx context.Context, info stream.TaskInfo) error {
 	st, _ := info.State.(state.Store) // nil for a node that is not keyed
-	inst, err := w.module.NewInstance(ctx, host.InstanceConfig{
+	cfg := host.InstanceConfig{
 		Name:   fmt.Sprintf("%s/%s[%d]", info.Job, info.Node, info.Subtask),
 		State:  st,
 		Logger: info.Logger,
 		Gate:   info.Gate,
-	})
+	}
+	inst, err := w.module.NewInstance(ctx, cfg)
 	if err != nil {
 		return err
 	}
@@ -73,7 +77,25 @@ func (w *wasmOperator) Open(ctx context.Context, info stream.TaskInfo) error {
 	// One closure for the task's life: emitted records alias guest memory
 	// and are copied into whichever batch is current.
 	w.emit = func(recs []stream.Record) { w.out.AddRecords(recs) }
-	return inst.Open(w.config)
+	if err := inst.Open(w.config); err != nil {
+		return err
+	}
+	if w.swap != nil {
+		// A new version is made on another goroutine, bound to the store
+		// only when it is installed, on this one.
+		cfg.State, cfg.Keyed = nil, st != nil
+		w.swap.opened(ctx, cfg, inst.Declared())
+	}
+	return nil
+}
+
+// install makes p's instance the operator's (swapper). The store is the
+// task's: a new version of a node that is not keyed has none.
+func (w *wasmOperator) install(p *preparedSwap, wm int64) (*host.Instance, error) {
+	old := w.inst
+	w.inst, w.module, w.config = p.inst, p.module, p.config
+	w.inst.SetWatermark(wm)
+	return old, nil
 }
 
 func (w *wasmOperator) Process(_ context.Context, in, out *stream.Batch) error {
@@ -128,6 +150,18 @@ var (
 	eventTimeValue      = []byte{abi.TimerEventTime}
 	processingTimeValue = []byte{abi.TimerProcessingTime}
 )
+
+// install binds p's instance to the task's store before it takes over:
+// keyed state and timers stay, and so do the timers the old version set
+// (the new one is handed them if it exports eddy_on_timer).
+func (w *keyedWasmOperator) install(p *preparedSwap, wm int64) (*host.Instance, error) {
+	if err := p.inst.BindState(w.store); err != nil {
+		return nil, err
+	}
+	old, err := w.wasmOperator.install(p, wm)
+	w.timers = p.module.HasOnTimer()
+	return old, err
+}
 
 func (w *keyedWasmOperator) Open(ctx context.Context, info stream.TaskInfo) error {
 	st, ok := info.State.(state.Store)

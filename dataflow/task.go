@@ -114,6 +114,8 @@ type task struct {
 	uploads    *uploads
 	alignStart time.Time
 	restoredWM int64
+	// swaps are the swap slots of the chain's Wasm nodes, by node.
+	swaps map[string]*swapSlot
 }
 
 func (t *task) info(v *vertex) stream.TaskInfo {
@@ -164,6 +166,9 @@ func (t *task) run(ctx context.Context) (err error) {
 		// Before the stores close: a finished task acknowledges what it
 		// captured, a failed or cancelled one drops it.
 		t.uploads.stop(err == nil)
+		for _, s := range t.swaps {
+			s.end() // closes what PrepareSwap left and was never installed
+		}
 		if cerr := t.close(); cerr != nil && err == nil {
 			err = cerr
 		}
@@ -331,6 +336,9 @@ func (t *task) open(ctx context.Context) error {
 			var err error
 			if op, err = j.newOperator(v); err != nil {
 				return fmt.Errorf("%s: %w", n.Name, err)
+			}
+			if slot := t.swaps[n.Name]; slot != nil {
+				setSwapSlot(op, slot)
 			}
 		}
 		if n.KeyBy != "" {

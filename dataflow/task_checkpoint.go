@@ -13,6 +13,7 @@ import (
 
 	"github.com/eddy-stream/eddy/dataflow/checkpoint"
 	"github.com/eddy-stream/eddy/dataflow/stream"
+	"github.com/eddy-stream/eddy/host"
 	"github.com/eddy-stream/eddy/state"
 )
 
@@ -112,7 +113,7 @@ func (t *task) readMailbox(ctx context.Context) error {
 		}
 		t.injected = tr.ID
 		now := time.Now()
-		b := &barrier{id: tr.ID, savepoint: tr.Savepoint, triggered: now.UnixMilli()}
+		b := &barrier{id: tr.ID, savepoint: tr.Savepoint, triggered: now.UnixMilli(), swapID: tr.SwapID, swapNode: tr.SwapNode}
 		if err := t.checkpoint(ctx, b, now); err != nil {
 			return err
 		}
@@ -141,21 +142,49 @@ var errFatal = errors.New("fatal")
 // upload, the task manifest and the acknowledgement follow on the task's
 // uploads goroutine. A snapshot that fails for want of storage declines
 // the checkpoint (logged; it never completes) and the task goes on.
+//
+// At a swap's barrier, the task of the swap's node installs the new
+// version between its capture and the broadcast (installSwap). It cannot
+// decline that checkpoint and go on: the swap would then have happened at
+// no savepoint, so a failed capture fails the task (the coordinator
+// restarts the attempt from the latest completed checkpoint, with the old
+// version).
 func (t *task) checkpoint(ctx context.Context, b *barrier, start time.Time) error {
+	_, swapping := t.swaps[b.swapNode]
+	swapping = swapping && b.swapNode != ""
+	var retired *host.Instance
 	if t.cp != nil {
 		s, err := t.capture(ctx, b, start)
 		switch {
 		case err == nil:
+			if swapping {
+				if retired, s.swapPause, err = t.installSwap(b, start); err != nil {
+					s.discard()
+					t.uploads.release()
+					return err
+				}
+			}
 			t.uploads.start(s)
 		case ctx.Err() != nil:
 			return ctx.Err()
 		case errors.Is(err, errFatal):
 			return err
+		case swapping:
+			return mark(fmt.Errorf("node %s: swap %d: checkpoint %d: %w", b.swapNode, b.swapID, b.id, err), errFatal)
 		default:
 			t.job.log.Warn("checkpoint declined", "task", t.name, "checkpoint", b.id, "err", err)
 		}
 	}
-	return t.broadcast(ctx, message{kind: msgBarrier, barrier: b})
+	err := t.broadcast(ctx, message{kind: msgBarrier, barrier: b})
+	if retired != nil {
+		// After the broadcast: closing the old version holds up nothing
+		// downstream. It is not Finished: eddy_close is the end of the
+		// input, which this is not.
+		if cerr := retired.Close(); cerr != nil {
+			t.log.Warn("close the swapped-out instance", "err", cerr)
+		}
+	}
+	return err
 }
 
 // capture is the synchronous part of the task's snapshot of checkpoint b,

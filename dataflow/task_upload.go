@@ -27,6 +27,8 @@ type pendingSnapshot struct {
 	id    int64
 	start time.Time     // the checkpoint's first barrier reached the task
 	sync  time.Duration // the capture's, the task's pause
+	// swapPause: Ack.SwapPause.
+	swapPause time.Duration
 	// manifest is complete but for the state of keyed nodes, which the
 	// upload fills in. Nothing in it is shared with the task.
 	manifest checkpoint.TaskManifest
@@ -210,5 +212,6 @@ func (u *uploads) write(s *pendingSnapshot) (Ack, error) {
 	}
 	u.prevFiles = files
 	ack.Duration = time.Since(s.start)
+	ack.SwapPause = s.swapPause
 	return ack, nil
 }

@@ -34,6 +34,11 @@ type InstanceConfig struct {
 	// by the instance's goroutine only. nil means the node is not keyed:
 	// the guest's state and timer imports then trap.
 	State state.Store
+	// Keyed, with State nil, makes an instance for a keyed node whose
+	// store is bound later (BindState): its eddy_open may declare states,
+	// and it can make no other call until bound. A hot swap prepares the
+	// new version so, on another goroutine than the task's.
+	Keyed bool
 	// Gate, when set, admits every guest call of the instance: the
 	// worker's CPU share of the instance's tenant. nil: calls run at once.
 	Gate Gate
@@ -178,7 +183,7 @@ func (m *Module) newInstance(ctx context.Context, cfg InstanceConfig, name, who 
 		return nil, err
 	}
 	i.ctx = context.WithValue(context.WithoutCancel(ctx), instanceKey{}, i)
-	i.keyed.init(cfg.State, name)
+	i.keyed.init(cfg.State, cfg.Keyed, name)
 	i.log = newGuestLog(i.ctx, logger.With(slog.String("instance", name), slog.String("module", m.name)),
 		e.cfg.LogLinesPerSecond, e.cfg.LogBurst)
 
@@ -348,6 +353,9 @@ func (i *Instance) ready(export string) error {
 		return fmt.Errorf("%s: %s before Open succeeded", i.who, export)
 	case finished:
 		return fmt.Errorf("%s: %s after Finish", i.who, export)
+	}
+	if i.keyed.keyed && i.keyed.store == nil {
+		return fmt.Errorf("%s: %s before BindState", i.who, export)
 	}
 	return nil
 }

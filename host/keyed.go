@@ -42,8 +42,11 @@ type stateDecl struct {
 
 // keyedState is an instance's part of version 2.
 type keyedState struct {
-	store state.Store // nil: the node is not keyed
-	node  string      // names the node in "needs key_by" errors
+	// keyed: the node is keyed (InstanceConfig.State or Keyed). store is
+	// its state, nil until BindState for an instance created with Keyed.
+	keyed bool
+	store state.Store
+	node  string // names the node in "needs key_by" errors
 	decls []stateDecl
 
 	watermark int64
@@ -59,8 +62,9 @@ type keyedState struct {
 	onTimerLooked bool
 }
 
-func (k *keyedState) init(store state.Store, instanceName string) {
+func (k *keyedState) init(store state.Store, keyed bool, instanceName string) {
 	k.store = store
+	k.keyed = keyed || store != nil
 	k.node = nodeName(instanceName)
 	k.watermark = abi.NoWatermark
 	k.appendElem = func(v []byte) error {
@@ -366,19 +370,19 @@ func hostTimerDelete(ctx context.Context, mod api.Module, stack []uint64) {
 // node (ABI.md): only there does the task keep the instance's watermark.
 func hostWatermark(ctx context.Context, _ api.Module, stack []uint64) {
 	i := instanceFrom(ctx)
-	i.keyedStore(abi.ImportWatermark)
+	i.requireKeyed(abi.ImportWatermark)
 	stack[0] = uint64(i.keyed.watermark)
 }
 
 // processing_time() -> i64
 func hostProcessingTime(ctx context.Context, _ api.Module, stack []uint64) {
-	instanceFrom(ctx).keyedStore(abi.ImportProcessingTime)
+	instanceFrom(ctx).requireKeyed(abi.ImportProcessingTime)
 	stack[0] = uint64(time.Now().UnixMilli())
 }
 
 func (i *Instance) stateDeclare(mod api.Module, kind int32, ptr, n uint32, ttlMs int64) int32 {
 	const imp = abi.ImportStateDeclare
-	i.keyedStore(imp)
+	i.requireKeyed(imp)
 	if i.phase != abi.ExportOpen {
 		i.trapGuest(markf([]error{ErrTrap}, "%s: eddy.%s called during %s; it is only valid during %s",
 			i.who, imp, i.phaseName(), abi.ExportOpen))
@@ -410,12 +414,22 @@ func (i *Instance) stateDeclare(mod api.Module, kind int32, ptr, n uint32, ttlMs
 	return int32(len(i.keyed.decls) - 1)
 }
 
-// keyedStore returns the task's state store, trapping the guest if the node
-// is not keyed: every version 2 import needs key_by (ABI.md).
-func (i *Instance) keyedStore(imp string) state.Store {
-	if i.keyed.store == nil {
+// requireKeyed traps the guest if the node is not keyed: every version 2
+// import needs key_by (ABI.md).
+func (i *Instance) requireKeyed(imp string) {
+	if !i.keyed.keyed {
 		i.trapGuest(markf([]error{ErrTrap}, "%s: eddy.%s: keyed state needs key_by on node %s",
 			i.who, imp, i.keyed.node))
+	}
+}
+
+// keyedStore returns the task's state store, trapping the guest if the node
+// is not keyed. An instance not bound yet (BindState) never gets here:
+// ready refuses its calls, and eddy_open cannot use state.
+func (i *Instance) keyedStore(imp string) state.Store {
+	i.requireKeyed(imp)
+	if i.keyed.store == nil {
+		i.trapGuest(markf([]error{ErrTrap}, "%s: eddy.%s: the instance has no state store bound yet", i.who, imp))
 	}
 	return i.keyed.store
 }
