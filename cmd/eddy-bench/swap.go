@@ -793,12 +793,14 @@ func (s *arrivalSink) Open(_ context.Context, info stream.TaskInfo) error {
 	return nil
 }
 
-func (s *arrivalSink) Write(_ context.Context, b *stream.Batch) error { return s.log.write(s.subtask, b) }
+func (s *arrivalSink) Write(_ context.Context, b *stream.Batch) error {
+	return s.log.write(s.subtask, b)
+}
 func (s *arrivalSink) PreCommit(_ context.Context, id int64) ([]string, error) {
 	s.log.preCommit(s.subtask, id)
 	return nil, nil
 }
-func (s *arrivalSink) Commit(context.Context, int64) error  { return nil }
+func (s *arrivalSink) Commit(context.Context, int64) error   { return nil }
 func (s *arrivalSink) Abort(context.Context, []string) error { return nil }
 func (s *arrivalSink) Finish(context.Context) error          { return nil }
 func (s *arrivalSink) Close() error                          { return nil }
