@@ -46,7 +46,10 @@ import (
 // swapOptions are the knobs of the swap part (flags of main).
 type swapOptions struct {
 	Swaps     int     // in-place swaps per state size
-	Resubmits int     // stop-with-savepoint + resubmit rounds per state size
+	Resubmits int     // stop-with-savepoint + resubmit rounds with small state
+	// LargeResubmits are those with the large state, each of which copies
+	// and restores all of it (tens of seconds a gigabyte here).
+	LargeResubmits int
 	Rate      float64 // records/s of the generator, over its subtasks
 	// StateBytes is the size of the large state (the ballast written
 	// under the counter's state before the swaps); 0 skips the large
@@ -57,15 +60,15 @@ type swapOptions struct {
 }
 
 func defaultSwapOptions() swapOptions {
-	return swapOptions{Swaps: 10, Resubmits: 3, Rate: 20000, StateBytes: 1 << 30, Settle: 400 * time.Millisecond}
+	return swapOptions{Swaps: 10, Resubmits: 3, LargeResubmits: 1, Rate: 20000, StateBytes: 1 << 30, Settle: 400 * time.Millisecond}
 }
 
 func (o swapOptions) validate() error {
 	switch {
 	case o.Swaps < 1:
 		return fmt.Errorf("-swaps %d: want at least 1", o.Swaps)
-	case o.Resubmits < 0:
-		return fmt.Errorf("-resubmits %d: want 0 or more", o.Resubmits)
+	case o.Resubmits < 0 || o.LargeResubmits < 0:
+		return fmt.Errorf("-resubmits %d, -resubmits-large %d: want 0 or more", o.Resubmits, o.LargeResubmits)
 	case o.Rate < 1000:
 		return fmt.Errorf("-swap-rate %v: want at least 1000 records/s (the pause is measured between records)", o.Rate)
 	case o.StateBytes < 0:
@@ -92,6 +95,7 @@ type swapResult struct {
 	swaps      []time.Duration
 	taskPauses []time.Duration // the largest SwapPause of the acks, per swap
 	captures   []time.Duration // the largest synchronous snapshot part of the tasks, per swap
+	uploaded   []int64         // bytes the swap's savepoint uploaded, over the tasks
 	resubmits  []time.Duration
 	gaps       []time.Duration // between batches in steady flow, sorted
 	phases     []resubmitPhases
@@ -124,8 +128,8 @@ func benchSwap(root string, o swapOptions) error {
 		}
 	}
 	fmt.Printf("swap: generator(transactions, %d cards, %.0f records/s) → key_by card → counter (Wasm, parallelism %d, pebble) → sink; "+
-		"%d in-place swaps counter-c ↔ counter-plus-c, then %d stop-with-savepoint + resubmit, per state size\n",
-		swapCards, o.Rate, swapParallelism, o.Swaps, o.Resubmits)
+		"%d in-place swaps counter-c ↔ counter-plus-c per state size, then stop-with-savepoint + resubmit (%d with small state, %d with large)\n",
+		swapCards, o.Rate, swapParallelism, o.Swaps, o.Resubmits, o.LargeResubmits)
 	sizes := []int64{0}
 	if o.StateBytes > 0 {
 		sizes = append(sizes, o.StateBytes)
@@ -173,6 +177,7 @@ nodes:
 type swapRun struct {
 	b       *swapBench
 	dir     string
+	db      string // the Pebble directory
 	backend *ballastBackend
 	leader  *swapLeader
 	log     *arrivalLog
@@ -206,7 +211,7 @@ func (b *swapBench) run(ctx context.Context, stateBytes int64) (res swapResult, 
 		return res, err
 	}
 	defer st.Close()
-	r := &swapRun{b: b, dir: dir, backend: newBallastBackend(pb, swapNode, stateBytes, swapParallelism),
+	r := &swapRun{b: b, dir: dir, db: pebbleCfg.Dir, backend: newBallastBackend(pb, swapNode, stateBytes, swapParallelism),
 		leader: newSwapLeader(st), log: newArrivalLog(), taskLog: newCaptureLog()}
 	defer r.stop()
 	if err := r.start(ctx, 0, nil); err != nil {
@@ -226,6 +231,7 @@ func (b *swapBench) run(ctx context.Context, stateBytes int64) (res swapResult, 
 
 	// In place: prepare (off the pause: compile and eddy_open run now),
 	// then the swap's savepoint.
+	measureFrom := time.Now().UnixNano()
 	for i := 1; i <= b.opts.Swaps; i++ {
 		time.Sleep(b.opts.Settle) // steady flow between upgrades, not a wait for an event
 		s := dataflow.Swap{ID: int64(i), Node: swapNode, Module: b.modules[i%2], Config: []byte("{}")}
@@ -243,9 +249,18 @@ func (b *swapBench) run(ctx context.Context, stateBytes int64) (res swapResult, 
 		}
 		res.taskPauses = append(res.taskPauses, pause)
 		res.captures = append(res.captures, r.taskLog.capture(acks[0].CheckpointID))
+		var up int64
+		for _, a := range acks {
+			up += a.Incremental
+		}
+		res.uploaded = append(res.uploaded, up)
 	}
 	// The Flink way: savepoint, cancel, a new job from the savepoint.
-	for i := 1; i <= b.opts.Resubmits; i++ {
+	resubmits := b.opts.Resubmits
+	if stateBytes > 0 {
+		resubmits = b.opts.LargeResubmits
+	}
+	for i := 1; i <= resubmits; i++ {
 		time.Sleep(b.opts.Settle)
 		ph, err := r.resubmit(ctx, (b.opts.Swaps+i)%2)
 		if err != nil {
@@ -254,7 +269,7 @@ func (b *swapBench) run(ctx context.Context, stateBytes int64) (res swapResult, 
 		res.phases = append(res.phases, ph)
 	}
 	time.Sleep(b.opts.Settle) // the last version's output, to close its segment
-	pauses, gaps, err := r.log.pauses(b.opts.Swaps + b.opts.Resubmits)
+	pauses, gaps, err := r.log.pauses(b.opts.Swaps+resubmits, measureFrom)
 	if err != nil {
 		return res, err
 	}
@@ -342,6 +357,54 @@ func (r *swapRun) fill(ctx context.Context) error {
 		full += a.FullSize
 	}
 	fmt.Printf("  first checkpoint (uploads the state): %v, %s of state files over the tasks\n", time.Since(start).Round(time.Millisecond), sizeLabel(full))
+	// A job that has held its state for a while has no compaction
+	// backlog from loading it; the swaps are measured in that state.
+	start = time.Now()
+	if err := waitQuiet(r.db, 2*time.Second, 2*time.Minute); err != nil {
+		return err
+	}
+	_, acks, err = r.leader.take(ctx, r, dataflow.Trigger{})
+	if err != nil {
+		return fmt.Errorf("second checkpoint: %w", err)
+	}
+	r.run.Complete(acks[0].CheckpointID)
+	var inc int64
+	for _, a := range acks {
+		inc += a.Incremental
+	}
+	fmt.Printf("  compactions settled and a second checkpoint taken in %v (it uploaded %s)\n", time.Since(start).Round(time.Millisecond), sizeLabel(inc))
+	return nil
+}
+
+// waitQuiet waits until the table files in the Pebble directory dir have
+// not changed for quiet (no flush or compaction), for at most within.
+func waitQuiet(dir string, quiet, within time.Duration) error {
+	tables := func() (string, error) {
+		ents, err := os.ReadDir(dir)
+		var names []string
+		for _, e := range ents {
+			if strings.HasSuffix(e.Name(), ".sst") {
+				names = append(names, e.Name())
+			}
+		}
+		return strings.Join(names, ","), err
+	}
+	deadline := time.Now().Add(within)
+	last, err := tables()
+	since := time.Now()
+	for time.Since(since) < quiet {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("pebble still compacting after %v", within)
+		}
+		time.Sleep(100 * time.Millisecond) // a poll
+		cur, err2 := tables()
+		if err = cmp.Or(err, err2); err != nil {
+			return err
+		}
+		if cur != last {
+			last, since = cur, time.Now()
+		}
+	}
 	return nil
 }
 
@@ -526,7 +589,10 @@ type ballastBackend struct {
 	done     chan struct{}
 	written  atomic.Int64
 	start    time.Time
-	mu       struct {
+	// filling makes the tasks fill one after the other: with every key
+	// written in ascending order, each flush lands after the last.
+	filling sync.Mutex
+	mu      struct {
 		sync.Mutex
 		left  int // tasks still to fill
 		ended time.Time
@@ -555,7 +621,9 @@ func (b *ballastBackend) OpenTask(scope state.Scope, maxParallelism int, groups 
 	if !fill {
 		return st, nil
 	}
+	b.filling.Lock()
 	ferr := b.fill(st, maxParallelism, groups)
+	b.filling.Unlock()
 	b.mu.Lock()
 	b.mu.left--
 	b.mu.err = cmp.Or(b.mu.err, ferr)
@@ -730,9 +798,9 @@ func (l *arrivalLog) allStarted() bool {
 // pauses finds the n changes of version in every subtask's log and
 // returns the pause of each (the largest over the subtasks of the first
 // arrival of the new version minus the last of the old), and the gaps
-// between consecutive batches elsewhere, sorted: the steady flow's own
-// cadence, which bounds any pause from below.
-func (l *arrivalLog) pauses(n int) (pauses, gaps []time.Duration, err error) {
+// between consecutive batches elsewhere from the time from on, sorted:
+// the steady flow's own cadence, which bounds any pause from below.
+func (l *arrivalLog) pauses(n int, from int64) (pauses, gaps []time.Duration, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	pauses = make([]time.Duration, n)
@@ -741,7 +809,7 @@ func (l *arrivalLog) pauses(n int) (pauses, gaps []time.Duration, err error) {
 		for i := 1; i < len(log); i++ {
 			d := time.Duration(log[i].at - log[i-1].at)
 			if log[i].plus == log[i-1].plus {
-				if d > 0 {
+				if d > 0 && log[i-1].at >= from {
 					gaps = append(gaps, d)
 				}
 				continue
@@ -811,6 +879,8 @@ func (b *swapBench) printResult(r swapResult) {
 	fmt.Printf("    in-place swap, pause at the sinks:    %s\n", durations(r.swaps))
 	fmt.Printf("    in-place swap, the tasks' SwapPause:  %s\n", durations(r.taskPauses))
 	fmt.Printf("      of which the capture (synchronous part of the snapshot, largest over the tasks): %s\n", durations(r.captures))
+	slices.Sort(r.uploaded)
+	fmt.Printf("      each swap's savepoint uploaded (incremental) median %s, max %s\n", sizeLabel(r.uploaded[len(r.uploaded)/2]), sizeLabel(r.uploaded[len(r.uploaded)-1]))
 	if len(r.resubmits) == 0 {
 		return
 	}
