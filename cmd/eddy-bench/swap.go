@@ -45,12 +45,12 @@ import (
 
 // swapOptions are the knobs of the swap part (flags of main).
 type swapOptions struct {
-	Swaps     int     // in-place swaps per state size
-	Resubmits int     // stop-with-savepoint + resubmit rounds with small state
+	Swaps     int // in-place swaps per state size
+	Resubmits int // stop-with-savepoint + resubmit rounds with small state
 	// LargeResubmits are those with the large state, each of which copies
 	// and restores all of it (tens of seconds a gigabyte here).
 	LargeResubmits int
-	Rate      float64 // records/s of the generator, over its subtasks
+	Rate           float64 // records/s of the generator, over its subtasks
 	// StateBytes is the size of the large state (the ballast written
 	// under the counter's state before the swaps); 0 skips the large
 	// runs.
@@ -96,6 +96,8 @@ type swapResult struct {
 	taskPauses []time.Duration // the largest SwapPause of the acks, per swap
 	captures   []time.Duration // the largest synchronous snapshot part of the tasks, per swap
 	uploaded   []int64         // bytes the swap's savepoint uploaded, over the tasks
+	keys       int             // whose counts went 1, 2, 3… across every upgrade
+	records    int64           // at the sinks, after the resubmits dropped what they replay
 	resubmits  []time.Duration
 	gaps       []time.Duration // between batches in steady flow, sorted
 	phases     []resubmitPhases
@@ -130,6 +132,12 @@ func benchSwap(root string, o swapOptions) error {
 	fmt.Printf("swap: generator(transactions, %d cards, %.0f records/s) → key_by card → counter (Wasm, parallelism %d, pebble) → sink; "+
 		"%d in-place swaps counter-c ↔ counter-plus-c per state size, then stop-with-savepoint + resubmit (%d with small state, %d with large)\n",
 		swapCards, o.Rate, swapParallelism, o.Swaps, o.Resubmits, o.LargeResubmits)
+	capture, fsync, err := captureAlone(ctx)
+	if err != nil {
+		return fmt.Errorf("swap: %w", err)
+	}
+	fmt.Printf("  floor of the capture here: state.CaptureSnapshot of a small Pebble store with no job running %.1f ms (median of 10); one fsync of a 4 KB write %.1f ms\n",
+		ms(capture), ms(fsync))
 	sizes := []int64{0}
 	if o.StateBytes > 0 {
 		sizes = append(sizes, o.StateBytes)
@@ -273,7 +281,7 @@ func (b *swapBench) run(ctx context.Context, stateBytes int64) (res swapResult, 
 	if err != nil {
 		return res, err
 	}
-	if err := r.log.checkCounts(); err != nil {
+	if res.keys, res.records, err = r.log.checkCounts(); err != nil {
 		return res, err
 	}
 	res.swaps, res.resubmits, res.gaps = pauses[:b.opts.Swaps], pauses[b.opts.Swaps:], gaps
@@ -830,19 +838,20 @@ func (l *arrivalLog) pauses(n int, from int64) (pauses, gaps []time.Duration, er
 
 // checkCounts checks that every key's counts went 1, 2, 3… across all
 // the upgrades: no reset, no gap, no repeat.
-func (l *arrivalLog) checkCounts() error {
+func (l *arrivalLog) checkCounts() (keys int, records int64, err error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	last := make([]uint32, len(l.mu.keys))
 	for s, log := range l.mu.subtasks {
 		for i, a := range log {
 			if a.count != last[a.key]+1 {
-				return fmt.Errorf("sink subtask %d, record %d: a count of %d after %d: state lost or output repeated", s, i, a.count, last[a.key])
+				return 0, 0, fmt.Errorf("sink subtask %d, record %d: a count of %d after %d: state lost or output repeated", s, i, a.count, last[a.key])
 			}
 			last[a.key] = a.count
 		}
+		records += int64(len(log))
 	}
-	return nil
+	return len(l.mu.keys), records, nil
 }
 
 // arrivalSink logs what it receives. It takes part in checkpoints as an
@@ -881,6 +890,7 @@ func (b *swapBench) printResult(r swapResult) {
 	fmt.Printf("      of which the capture (synchronous part of the snapshot, largest over the tasks): %s\n", durations(r.captures))
 	slices.Sort(r.uploaded)
 	fmt.Printf("      each swap's savepoint uploaded (incremental) median %s, max %s\n", sizeLabel(r.uploaded[len(r.uploaded)/2]), sizeLabel(r.uploaded[len(r.uploaded)-1]))
+	defer fmt.Printf("    checked: the counts of all %d keys went 1, 2, 3… over %d records, across every upgrade (no reset, gap or repeat)\n", r.keys, r.records)
 	if len(r.resubmits) == 0 {
 		return
 	}
@@ -1023,3 +1033,55 @@ func (h *captureLog) capture(id int64) time.Duration {
 }
 
 var _ stream.Transactional = (*arrivalSink)(nil)
+
+// captureAlone times, with no job running, what the capture of a swap's
+// savepoint does for a task of the counter: state.CaptureSnapshot of a
+// small Pebble store (a flush and a Pebble checkpoint), and one fsync of
+// a small file, of which the capture makes several. Medians of ten.
+func captureAlone(ctx context.Context) (capture, fsync time.Duration, err error) {
+	dir, err := os.MkdirTemp("", "eddy-bench-capture")
+	if err != nil {
+		return 0, 0, err
+	}
+	defer os.RemoveAll(dir)
+	pb, err := state.OpenPebble(state.DefaultPebbleConfig(filepath.Join(dir, "state")))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer pb.Close()
+	st, err := pb.OpenTask(state.Scope{Tenant: "default", Job: "capture", Operator: swapNode}, 128, state.Range{Start: 0, End: 128})
+	if err != nil {
+		return 0, 0, err
+	}
+	defer st.Close()
+	f, err := os.Create(filepath.Join(dir, "fsync"))
+	if err != nil {
+		return 0, 0, err
+	}
+	defer f.Close()
+	var captures, fsyncs []time.Duration
+	val := make([]byte, 8)
+	for i := range 10 {
+		for k := range 500 { // what 400 ms of the job writes, about
+			if err := st.ValuePut(swapNode, fmt.Appendf(nil, "card-%d-%d", i, k), nil, val, 0); err != nil {
+				return 0, 0, err
+			}
+		}
+		start := time.Now()
+		c, err := state.CaptureSnapshot(ctx, st)
+		if err != nil {
+			return 0, 0, err
+		}
+		captures = append(captures, time.Since(start))
+		c.Discard()
+		if _, err := f.Write(make([]byte, 4096)); err != nil {
+			return 0, 0, err
+		}
+		start = time.Now()
+		if err := f.Sync(); err != nil {
+			return 0, 0, err
+		}
+		fsyncs = append(fsyncs, time.Since(start))
+	}
+	return median(captures), median(fsyncs), nil
+}
