@@ -96,6 +96,8 @@ type swapResult struct {
 	taskPauses []time.Duration // the largest SwapPause of the acks, per swap
 	captures   []time.Duration // the largest synchronous snapshot part of the tasks, per swap
 	uploaded   []int64         // bytes the swap's savepoint uploaded, over the tasks
+	tables     int             // table files in the Pebble directory before the swaps
+	newTables  []int64         // table files that appeared during each swap's savepoint
 	keys       int             // whose counts went 1, 2, 3… across every upgrade
 	records    int64           // at the sinks, after the resubmits dropped what they replay
 	resubmits  []time.Duration
@@ -242,6 +244,13 @@ func (b *swapBench) run(ctx context.Context, stateBytes int64) (res swapResult, 
 	measureFrom := time.Now().UnixNano()
 	for i := 1; i <= b.opts.Swaps; i++ {
 		time.Sleep(b.opts.Settle) // steady flow between upgrades, not a wait for an event
+		before, err := tableFiles(r.db)
+		if err != nil {
+			return res, err
+		}
+		if i == 1 {
+			res.tables = len(before)
+		}
 		s := dataflow.Swap{ID: int64(i), Node: swapNode, Module: b.modules[i%2], Config: []byte("{}")}
 		if err := r.run.PrepareSwap(ctx, s); err != nil {
 			return res, fmt.Errorf("swap %d: prepare: %w", i, err)
@@ -262,6 +271,17 @@ func (b *swapBench) run(ctx context.Context, stateBytes int64) (res swapResult, 
 			up += a.Incremental
 		}
 		res.uploaded = append(res.uploaded, up)
+		after, err := tableFiles(r.db)
+		if err != nil {
+			return res, err
+		}
+		var fresh int64
+		for _, name := range after {
+			if _, found := slices.BinarySearch(before, name); !found {
+				fresh++
+			}
+		}
+		res.newTables = append(res.newTables, fresh)
 	}
 	// The Flink way: savepoint, cancel, a new job from the savepoint.
 	resubmits := b.opts.Resubmits
@@ -384,17 +404,23 @@ func (r *swapRun) fill(ctx context.Context) error {
 	return nil
 }
 
+// tableFiles lists the table files in the Pebble directory dir.
+func tableFiles(dir string) ([]string, error) {
+	ents, err := os.ReadDir(dir)
+	var names []string
+	for _, e := range ents {
+		if strings.HasSuffix(e.Name(), ".sst") {
+			names = append(names, e.Name())
+		}
+	}
+	return names, err
+}
+
 // waitQuiet waits until the table files in the Pebble directory dir have
 // not changed for quiet (no flush or compaction), for at most within.
 func waitQuiet(dir string, quiet, within time.Duration) error {
 	tables := func() (string, error) {
-		ents, err := os.ReadDir(dir)
-		var names []string
-		for _, e := range ents {
-			if strings.HasSuffix(e.Name(), ".sst") {
-				names = append(names, e.Name())
-			}
-		}
+		names, err := tableFiles(dir)
 		return strings.Join(names, ","), err
 	}
 	deadline := time.Now().Add(within)
@@ -889,7 +915,9 @@ func (b *swapBench) printResult(r swapResult) {
 	fmt.Printf("    in-place swap, the tasks' SwapPause:  %s\n", durations(r.taskPauses))
 	fmt.Printf("      of which the capture (synchronous part of the snapshot, largest over the tasks): %s\n", durations(r.captures))
 	slices.Sort(r.uploaded)
-	fmt.Printf("      each swap's savepoint uploaded (incremental) median %s, max %s\n", sizeLabel(r.uploaded[len(r.uploaded)/2]), sizeLabel(r.uploaded[len(r.uploaded)-1]))
+	slices.Sort(r.newTables)
+	fmt.Printf("      each swap's savepoint uploaded (incremental) median %s, max %s; %d table files before the swaps, new during a swap's savepoint median %d, max %d\n",
+		sizeLabel(r.uploaded[len(r.uploaded)/2]), sizeLabel(r.uploaded[len(r.uploaded)-1]), r.tables, r.newTables[len(r.newTables)/2], r.newTables[len(r.newTables)-1])
 	defer fmt.Printf("    checked: the counts of all %d keys went 1, 2, 3… over %d records, across every upgrade (no reset, gap or repeat)\n", r.keys, r.records)
 	if len(r.resubmits) == 0 {
 		return
