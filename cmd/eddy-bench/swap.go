@@ -11,6 +11,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -138,8 +139,8 @@ func benchSwap(root string, o swapOptions) error {
 	if err != nil {
 		return fmt.Errorf("swap: %w", err)
 	}
-	fmt.Printf("  floor of the capture here: state.CaptureSnapshot of a small Pebble store with no job running %.1f ms (median of 10); one fsync of a 4 KB write %.1f ms\n",
-		ms(capture), ms(fsync))
+	fmt.Printf("  floor of the capture here: state.CaptureSnapshot of a small Pebble store with no job running %.1f ms (median of 10); one fsync of a 4 KB write %.1f ms; %s\n",
+		ms(capture), ms(fsync), loadAverage())
 	sizes := []int64{0}
 	if o.StateBytes > 0 {
 		sizes = append(sizes, o.StateBytes)
@@ -1061,6 +1062,16 @@ func (h *captureLog) capture(id int64) time.Duration {
 }
 
 var _ stream.Transactional = (*arrivalSink)(nil)
+
+// loadAverage says how busy the machine is, where Linux tells: the pause
+// is mostly waits for the disk and the CPU, which other work lengthens.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) > 0 {
+		return fmt.Sprintf("load average %s on %d cores", f[0], runtime.NumCPU())
+	}
+	return fmt.Sprintf("%d cores", runtime.NumCPU())
+}
 
 // captureAlone times, with no job running, what the capture of a swap's
 // savepoint does for a task of the counter: state.CaptureSnapshot of a
