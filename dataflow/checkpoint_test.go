@@ -154,16 +154,25 @@ func anyDone(runs []*dataflow.Running) <-chan struct{} {
 // if complete, tell the runs. It fails the test if a run ends first.
 func (e *chkEnv) checkpoint(job *dataflow.Job, runs []*dataflow.Running, complete bool) {
 	e.t.Helper()
+	e.checkpointWith(job, runs, dataflow.Trigger{}, complete)
+}
+
+// checkpointWith is checkpoint with tr's kind (its ID is the next one),
+// returning the acks.
+func (e *chkEnv) checkpointWith(job *dataflow.Job, runs []*dataflow.Running, tr dataflow.Trigger, complete bool) []dataflow.Ack {
+	e.t.Helper()
 	e.nextID++
 	id := e.nextID
 	start := time.Now()
+	tr.ID = id
 	for _, r := range runs {
-		if err := r.Trigger(dataflow.Trigger{ID: id}); err != nil {
+		if err := r.Trigger(tr); err != nil {
 			e.t.Fatal(err)
 		}
 	}
 	tasks := job.Tasks()
 	got := map[string]string{}
+	var acks []dataflow.Ack
 	var full, incremental int64
 	collect := func() {
 		e.mu.Lock()
@@ -171,6 +180,7 @@ func (e *chkEnv) checkpoint(job *dataflow.Job, runs []*dataflow.Running, complet
 		for _, a := range e.acks {
 			if a.CheckpointID == id {
 				got[a.Task] = a.Manifest
+				acks = append(acks, a)
 				full += a.FullSize
 				incremental += a.Incremental
 			}
@@ -208,6 +218,7 @@ func (e *chkEnv) checkpoint(job *dataflow.Job, runs []*dataflow.Running, complet
 		}
 	}
 	e.t.Logf("checkpoint %d completed in %v: state %d bytes, %d new", id, time.Since(start).Round(time.Millisecond), full, incremental)
+	return acks
 }
 
 // sourceRecords is what the job's source produced in its current run.

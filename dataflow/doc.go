@@ -19,6 +19,12 @@
 // Checkpointing.Restore a deployment starts from a checkpoint instead,
 // at the same or another parallelism of its keyed nodes.
 //
+// Running.PrepareSwap and a Trigger naming a swap replace a Wasm node's
+// module in place (docs/rfcs/2026-12-02-hot-swap.md, swap.go): the new
+// version is instantiated and opened beforehand, and each task of the
+// node installs it at the swap savepoint's aligned barrier, after its
+// snapshot, on the same keyed state and timers.
+//
 // It is the runtime only. The contracts it runs live in leaf packages:
 // records, batches and the Source, Sink and Operator interfaces in
 // dataflow/stream, the checkpoint format and layout in dataflow/checkpoint.

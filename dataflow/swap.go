@@ -246,6 +246,7 @@ func (r *Running) PrepareSwap(ctx context.Context, s Swap) error {
 		for _, p := range prepared {
 			_ = p.inst.Close()
 		}
+		r.DropSwap(s.ID) // an earlier preparation of the same id too
 		return err
 	}
 	for _, slot := range slots {
@@ -257,8 +258,7 @@ func (r *Running) PrepareSwap(ctx context.Context, s Swap) error {
 	}
 	for i, slot := range slots {
 		if err := slot.put(s.ID, prepared[i]); err != nil {
-			prepared = prepared[i+1:] // put closed its own
-			r.DropSwap(s.ID)
+			prepared = prepared[i+1:] // put closed its own; DropSwap those before
 			return fail(err)
 		}
 	}
@@ -326,6 +326,7 @@ type swapper interface {
 // savepoint is taken for (a restarted worker, say), and the coordinator
 // restarts the attempt.
 func (t *task) installSwap(b *barrier, start time.Time) (*host.Instance, time.Duration, error) {
+	began := time.Now()
 	slot := t.swaps[b.swapNode]
 	p := slot.take(b.swapID)
 	if p == nil {
@@ -346,8 +347,11 @@ func (t *task) installSwap(b *barrier, start time.Time) (*host.Instance, time.Du
 		_ = p.inst.Close()
 		return nil, 0, mark(fmt.Errorf("node %s: swap %d: %w", b.swapNode, b.swapID, err), errFatal)
 	}
-	pause := time.Since(start)
-	attrs := []any{"task", t.name, "node", b.swapNode, "swap", b.swapID, "checkpoint", b.id, "module", p.module.Name(), "pause", pause}
+	now := time.Now()
+	pause := now.Sub(start)
+	// install is the switch alone; the pause adds the alignment and the
+	// capture before it.
+	attrs := []any{"node", b.swapNode, "swap", b.swapID, "checkpoint", b.id, "module", p.module.Name(), "pause", pause, "install", now.Sub(began)}
 	if len(p.dropped) > 0 {
 		attrs = append(attrs, "dropped_states", p.dropped)
 	}

@@ -150,8 +150,7 @@ var errFatal = errors.New("fatal")
 // restarts the attempt from the latest completed checkpoint, with the old
 // version).
 func (t *task) checkpoint(ctx context.Context, b *barrier, start time.Time) error {
-	_, swapping := t.swaps[b.swapNode]
-	swapping = swapping && b.swapNode != ""
+	swapping := t.swaps[b.swapNode] != nil // a task of the swap's node
 	var retired *host.Instance
 	if t.cp != nil {
 		s, err := t.capture(ctx, b, start)
