@@ -15,11 +15,12 @@ package abi
 // Version is the newest ABI version this package describes. A module
 // declares the version it was built against by exporting ExportABIVersion;
 // version 2 adds keyed state, timers and time (ABI.md, "Version 2").
-// version 3 adds aggregate modules (ABI.md, "Version 3").
-const Version = 3
+// version 3 adds aggregate modules (ABI.md, "Version 3"); version 4 adds
+// schema versions of state values (ABI.md, "Version 4").
+const Version = 4
 
 // SupportedVersions lists every ABI version the host accepts.
-var SupportedVersions = []uint32{1, 2, 3}
+var SupportedVersions = []uint32{1, 2, 3, 4}
 
 // AggregateVersion is the least version of an aggregate module.
 const AggregateVersion = 3
@@ -99,6 +100,15 @@ const (
 	ImportProcessingTime  = "processing_time"   // () -> i64
 )
 
+// Imports added by version 4: schema versions of state values. A module
+// declares the schema version of the values it writes to a state, and
+// reads back with each value the version it was written with, so that a new
+// version of an operator can convert what an older one stored.
+const (
+	ImportStateDeclare2 = "state_declare2" // (kind i32, name_ptr i32, name_len i32, ttl_ms i64, schema i32) -> id i32
+	ImportStateGet2     = "state_get2"     // (id, key_ptr, key_len, dst_ptr, dst_cap, schema_ptr i32) -> len i32
+)
+
 // State kinds, the kind argument of ImportStateDeclare.
 const (
 	StateValue = 0
@@ -173,6 +183,9 @@ var HostImports = map[string]Signature{
 	ImportTimerDelete:     {Params: []ValType{I32, I32, I32, I64}},
 	ImportWatermark:       {Results: []ValType{I64}},
 	ImportProcessingTime:  {Results: []ValType{I64}},
+
+	ImportStateDeclare2: {Params: []ValType{I32, I32, I32, I64, I32}, Results: []ValType{I32}},
+	ImportStateGet2:     {Params: []ValType{I32, I32, I32, I32, I32, I32}, Results: []ValType{I32}},
 }
 
 // ImportVersion returns the ABI version that introduced the host import
@@ -199,6 +212,9 @@ var importVersions = map[string]uint32{
 	ImportTimerDelete:     2,
 	ImportWatermark:       2,
 	ImportProcessingTime:  2,
+
+	ImportStateDeclare2: 4,
+	ImportStateGet2:     4,
 }
 
 // Status codes returned by eddy_open, eddy_process, eddy_on_timer, the

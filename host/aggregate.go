@@ -32,7 +32,7 @@ func (m *Module) checkAggregate() error {
 			m.name, abi.ExportAggAdd, m.abiVersion, abi.AggregateVersion)
 	}
 	for _, def := range m.compiled.ImportedFunctions() {
-		if mod, name, _ := def.Import(); mod == abi.ImportModule && abi.ImportVersion(name) == 2 {
+		if mod, name, _ := def.Import(); mod == abi.ImportModule && isKeyedImport(name) {
 			return markf([]error{ErrInvalidModule}, "module %s is an aggregate module but imports %s.%s: an aggregate keeps no state or timers of its own (the window operator stores its accumulators)",
 				m.name, abi.ImportModule, name)
 		}

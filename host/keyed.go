@@ -2,7 +2,9 @@ package host
 
 // The version 2 imports (abi/ABI.md, "Version 2: keyed state, timers,
 // time"): keyed state and timers over the task's state.Store, the
-// watermark and the wall clock, and the eddy_on_timer export.
+// watermark and the wall clock, and the eddy_on_timer export; and those of
+// version 4 ("Version 4: schema versions"), which add the schema version
+// of value state.
 //
 // A state call costs one host-function call and one Store call. None
 // allocates once its buffers have grown: keys and values are handed to the
@@ -38,6 +40,9 @@ type stateDecl struct {
 	name string
 	kind int32 // abi.StateValue, StateList or StateMap
 	ttl  time.Duration
+	// schema is the schema version of the values this instance writes
+	// (state_declare2, version 4); 0 for state_declare.
+	schema uint32
 }
 
 // keyedState is an instance's part of version 2.
@@ -203,13 +208,28 @@ func keyedImports() map[string]api.GoModuleFunc {
 		abi.ImportTimerDelete:     hostTimerDelete,
 		abi.ImportWatermark:       hostWatermark,
 		abi.ImportProcessingTime:  hostProcessingTime,
+		abi.ImportStateDeclare2:   hostStateDeclare2,
+		abi.ImportStateGet2:       hostStateGet2,
 	}
+}
+
+// isKeyedImport reports whether the host import name needs keyed state
+// (versions 2 and 4), which an aggregate module may not import.
+func isKeyedImport(name string) bool {
+	v := abi.ImportVersion(name)
+	return v == 2 || v == 4
 }
 
 // state_declare(kind i32, name_ptr i32, name_len i32, ttl_ms i64) -> i32
 func hostStateDeclare(ctx context.Context, mod api.Module, stack []uint64) {
 	i := instanceFrom(ctx)
-	stack[0] = api.EncodeI32(i.stateDeclare(mod, int32(uint32(stack[0])), uint32(stack[1]), uint32(stack[2]), int64(stack[3])))
+	stack[0] = api.EncodeI32(i.stateDeclare(mod, abi.ImportStateDeclare, int32(uint32(stack[0])), uint32(stack[1]), uint32(stack[2]), int64(stack[3]), 0))
+}
+
+// state_declare2(kind i32, name_ptr i32, name_len i32, ttl_ms i64, schema i32) -> i32
+func hostStateDeclare2(ctx context.Context, mod api.Module, stack []uint64) {
+	i := instanceFrom(ctx)
+	stack[0] = api.EncodeI32(i.stateDeclare(mod, abi.ImportStateDeclare2, int32(uint32(stack[0])), uint32(stack[1]), uint32(stack[2]), int64(stack[3]), uint32(stack[4])))
 }
 
 // state_get(id, key_ptr, key_len, dst_ptr, dst_cap i32) -> i32
@@ -228,6 +248,27 @@ func hostStateGet(ctx context.Context, mod api.Module, stack []uint64) {
 	stack[0] = i.answer(mod, name, ok, dst, dstCap)
 }
 
+// state_get2(id, key_ptr, key_len, dst_ptr, dst_cap, schema_ptr i32) -> i32:
+// state_get that also writes the value's schema version, a u32 LE, at
+// schema_ptr (0 when absent).
+func hostStateGet2(ctx context.Context, mod api.Module, stack []uint64) {
+	i := instanceFrom(ctx)
+	const name = abi.ImportStateGet2
+	st, decl := i.stateOf(name, uint32(stack[0]), abi.StateValue)
+	key := i.guestBytes(mod, name, uint32(stack[1]), uint32(stack[2]))
+	dst, dstCap := uint32(stack[3]), uint32(stack[4])
+	i.guestBytes(mod, name, dst, dstCap)
+	schemaOut := i.guestBytes(mod, name, uint32(stack[5]), 4)
+	v, schema, ok, err := st.ValueGetSchema(decl.name, key, nil, i.keyed.buf[:0])
+	i.keyed.buf = v
+	if err != nil {
+		i.stateFailed(name, decl, err)
+	}
+	// schemaOut is still a valid view: no host function grows the memory.
+	binary.LittleEndian.PutUint32(schemaOut, schema)
+	stack[0] = i.answer(mod, name, ok, dst, dstCap)
+}
+
 // state_put(id, key_ptr, key_len, val_ptr, val_len i32)
 func hostStatePut(ctx context.Context, mod api.Module, stack []uint64) {
 	i := instanceFrom(ctx)
@@ -235,7 +276,7 @@ func hostStatePut(ctx context.Context, mod api.Module, stack []uint64) {
 	st, decl := i.stateOf(name, uint32(stack[0]), abi.StateValue)
 	key := i.guestBytes(mod, name, uint32(stack[1]), uint32(stack[2]))
 	val := i.guestBytes(mod, name, uint32(stack[3]), uint32(stack[4]))
-	if err := st.ValuePut(decl.name, key, nil, val, decl.ttl); err != nil {
+	if err := st.ValuePutSchema(decl.name, key, nil, val, decl.ttl, decl.schema); err != nil {
 		i.stateFailed(name, decl, err)
 	}
 }
@@ -380,8 +421,7 @@ func hostProcessingTime(ctx context.Context, _ api.Module, stack []uint64) {
 	stack[0] = uint64(time.Now().UnixMilli())
 }
 
-func (i *Instance) stateDeclare(mod api.Module, kind int32, ptr, n uint32, ttlMs int64) int32 {
-	const imp = abi.ImportStateDeclare
+func (i *Instance) stateDeclare(mod api.Module, imp string, kind int32, ptr, n uint32, ttlMs int64, schema uint32) int32 {
 	i.requireKeyed(imp)
 	if i.phase != abi.ExportOpen {
 		i.trapGuest(markf([]error{ErrTrap}, "%s: eddy.%s called during %s; it is only valid during %s",
@@ -392,6 +432,12 @@ func (i *Instance) stateDeclare(mod api.Module, kind int32, ptr, n uint32, ttlMs
 		i.trapGuest(markf([]error{ErrTrap}, "%s: eddy.%s(%q): kind %d is not 0 (value), 1 (list) or 2 (map)",
 			i.who, imp, oneLine(string(name), 64), kind))
 	}
+	if schema != 0 && kind != abi.StateValue {
+		// Only state_get2 reports a version, so a list or map written
+		// with one could never be read back as such.
+		i.trapGuest(markf([]error{ErrTrap}, "%s: eddy.%s(%q): schema version %d on %s state; schema versions are for value state",
+			i.who, imp, oneLine(string(name), 64), schema, kindName(kind)))
+	}
 	for id, d := range i.keyed.decls {
 		if d.name != string(name) {
 			continue
@@ -399,6 +445,10 @@ func (i *Instance) stateDeclare(mod api.Module, kind int32, ptr, n uint32, ttlMs
 		if d.kind != kind {
 			i.trapGuest(markf([]error{ErrTrap}, "%s: eddy.%s(%q): declared before as %s state, now as %s state",
 				i.who, imp, d.name, kindName(d.kind), kindName(kind)))
+		}
+		if d.schema != schema {
+			i.trapGuest(markf([]error{ErrTrap}, "%s: eddy.%s(%q): declared before with schema version %d, now with %d",
+				i.who, imp, d.name, d.schema, schema))
 		}
 		return int32(id)
 	}
@@ -410,7 +460,7 @@ func (i *Instance) stateDeclare(mod api.Module, kind int32, ptr, n uint32, ttlMs
 	if ttlMs > 0 {
 		ttl = time.Duration(min(ttlMs, math.MaxInt64/int64(time.Millisecond))) * time.Millisecond
 	}
-	i.keyed.decls = append(i.keyed.decls, stateDecl{name: string(name), kind: kind, ttl: ttl})
+	i.keyed.decls = append(i.keyed.decls, stateDecl{name: string(name), kind: kind, ttl: ttl, schema: schema})
 	return int32(len(i.keyed.decls) - 1)
 }
 

@@ -37,7 +37,7 @@ type StateDecl struct {
 func (i *Instance) Declared() []StateDecl {
 	out := make([]StateDecl, len(i.keyed.decls))
 	for k, d := range i.keyed.decls {
-		out[k] = StateDecl{Name: d.name, Kind: d.kind, TTL: d.ttl}
+		out[k] = StateDecl{Name: d.name, Kind: d.kind, TTL: d.ttl, Schema: d.schema}
 	}
 	return out
 }

@@ -331,8 +331,8 @@ func (m SnapshotManifest) validate() error {
 	bad := func(format string, args ...any) error {
 		return fmt.Errorf("%w: snapshot manifest: "+format, append([]any{ErrCorrupt}, args...)...)
 	}
-	if m.Format != FormatVersion {
-		return bad("entry format %d; this version reads %d", m.Format, FormatVersion)
+	if !readableFormat(m.Format) {
+		return bad("entry format %d; this version reads %d to %d", m.Format, MinFormatVersion, FormatVersion)
 	}
 	if m.Groups.Start < 0 || m.Groups.Start >= m.Groups.End || m.Groups.End > MaxKeyGroups {
 		return bad("key groups %s", m.Groups)

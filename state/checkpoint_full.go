@@ -80,8 +80,8 @@ func restoreFull(st Store, p string, size int64) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	if v := r.Version(); v != FormatVersion {
-		return fmt.Errorf("%w: entries of format %d; this version reads %d", ErrCorrupt, v, FormatVersion)
+	if v := r.Version(); !readableFormat(int(v)) {
+		return fmt.Errorf("%w: entries of format %d; this version reads %d to %d", ErrCorrupt, v, MinFormatVersion, FormatVersion)
 	}
 	var readErr error
 	err = st.Restore(func(yield func([]byte, []byte) bool) {

@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -97,6 +98,10 @@ func flat(snap [][2][]byte) []string {
 	return out
 }
 
+// versionedSchema is the schema version fillMixed writes key i's
+// "versioned" value with.
+func versionedSchema(i int) uint32 { return []uint32{0, 1, math.MaxUint32}[i%3] }
+
 // fillMixed writes every kind of entry, with and without TTL, for n keys
 // of the store's groups.
 func fillMixed(t testing.TB, s Store, groups Range, n int) {
@@ -107,6 +112,8 @@ func fillMixed(t testing.TB, s Store, groups Range, n int) {
 		must(t, s.ValuePut("count", k, nil, []byte("v"+strconv.Itoa(i)), 0))
 		must(t, s.ValuePut("short", k, nil, []byte("gone soon"), 10*time.Second))
 		must(t, s.ValuePut("long", k, nil, []byte("stays"), time.Hour))
+		// Schema versions 0, 1 and 2^32-1, with and without TTL.
+		must(t, s.ValuePutSchema("versioned", k, nil, []byte("s"+strconv.Itoa(i)), time.Duration(i%2)*time.Hour, versionedSchema(i)))
 		must(t, s.ListAppend("events", k, ns, []byte("a"), 0))
 		must(t, s.ListAppend("events", k, ns, []byte("b"), 10*time.Second))
 		must(t, s.ListAppend("events", k, ns, []byte("c"), time.Hour))
@@ -157,6 +164,14 @@ func TestSnapshotRoundTrip(t *testing.T) {
 					}
 					if v, ok := getValue(t, restored, "long", string(k), ""); !ok || v != "stays" {
 						t.Errorf("long-lived value = %q, %v", v, ok)
+					}
+					for i := range 3 {
+						k := keyInGroups(all, i)
+						v, schema, ok, err := restored.ValueGetSchema("versioned", k, nil, nil)
+						must(t, err)
+						if want := "s" + strconv.Itoa(i); !ok || string(v) != want || schema != versionedSchema(i) {
+							t.Errorf("versioned value %d = %q, schema %d, %v; want %q, schema %d", i, v, schema, ok, want, versionedSchema(i))
+						}
 					}
 					equal(t, "list", getList(t, restored, "events", string(k), "w1"), []string{"a", "c"})
 					equal(t, "map", getMap(t, restored, "seen", string(k), ""), []string{"x=1"})

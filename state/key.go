@@ -327,52 +327,97 @@ func prefixEnd(dst, prefix []byte) []byte {
 	return nil
 }
 
-// Values. Each value and map entry is a header byte, an optional expiry and
-// the payload; a list value is a sequence of such frames, each with a
-// uvarint payload length after the header. The expiry is absolute (Unix
-// milliseconds of the TTL clock) so that it survives a snapshot and restore:
-// state restored after its TTL reads as absent, as in Flink.
+// Values. Each value and map entry is a header byte, an optional expiry,
+// an optional schema version and the payload; a list value is a sequence of
+// such frames, each with a uvarint payload length after the header. The
+// expiry is absolute (Unix milliseconds of the TTL clock) so that it
+// survives a snapshot and restore: state restored after its TTL reads as
+// absent, as in Flink.
+//
+// The header byte is a set of flags. valExpiry: an 8-byte big-endian
+// expiry follows. valSchema (FormatVersion 2): a uvarint schema version,
+// 1 to 2^32-1, follows the expiry. Schema 0, what every value of format 1
+// has, is written without the flag, so such values are byte for byte what
+// format 1 wrote and format 1 is read by the same code.
 const (
 	valPlain  byte = 0x00
 	valExpiry byte = 0x01
+	valSchema byte = 0x02
+	// valFlags are the flags this version knows; any other bit is corrupt.
+	valFlags = valExpiry | valSchema
 	// noExpiry marks an entry without TTL.
 	noExpiry int64 = 0
 )
 
-func appendValue(dst, val []byte, expiresAt int64) []byte {
-	dst = appendHeader(dst, expiresAt)
+func appendValue(dst, val []byte, expiresAt int64, schema uint32) []byte {
+	dst = appendHeader(dst, expiresAt, schema)
 	return append(dst, val...)
 }
 
-func appendFrame(dst, val []byte, expiresAt int64) []byte {
-	dst = appendHeader(dst, expiresAt)
+func appendFrame(dst, val []byte, expiresAt int64, schema uint32) []byte {
+	dst = appendHeader(dst, expiresAt, schema)
 	dst = binary.AppendUvarint(dst, uint64(len(val)))
 	return append(dst, val...)
 }
 
-func appendHeader(dst []byte, expiresAt int64) []byte {
-	if expiresAt == noExpiry {
+func appendHeader(dst []byte, expiresAt int64, schema uint32) []byte {
+	if expiresAt == noExpiry && schema == 0 {
 		return append(dst, valPlain)
 	}
-	dst = append(dst, valExpiry)
-	return binary.BigEndian.AppendUint64(dst, uint64(expiresAt))
+	flags := valPlain
+	if expiresAt != noExpiry {
+		flags |= valExpiry
+	}
+	if schema != 0 {
+		flags |= valSchema
+	}
+	dst = append(dst, flags)
+	if expiresAt != noExpiry {
+		dst = binary.BigEndian.AppendUint64(dst, uint64(expiresAt))
+	}
+	if schema != 0 {
+		dst = binary.AppendUvarint(dst, uint64(schema))
+	}
+	return dst
 }
 
 // readHeader returns the expiry and the header length.
 func readHeader(b []byte) (expiresAt int64, n int, err error) {
+	expiresAt, _, n, err = readHeaderSchema(b)
+	return expiresAt, n, err
+}
+
+// readHeaderSchema returns the expiry, the schema version and the header
+// length.
+func readHeaderSchema(b []byte) (expiresAt int64, schema uint32, n int, err error) {
 	if len(b) == 0 {
-		return 0, 0, fmt.Errorf("%w: empty value", ErrCorrupt)
+		return 0, 0, 0, fmt.Errorf("%w: empty value", ErrCorrupt)
 	}
-	switch b[0] {
-	case valPlain:
-		return noExpiry, 1, nil
-	case valExpiry:
+	flags := b[0]
+	if flags == valPlain { // the common case, kept as cheap as format 1's
+		return noExpiry, 0, 1, nil
+	}
+	if flags&^valFlags != 0 {
+		return 0, 0, 0, fmt.Errorf("%w: unknown value header 0x%02x", ErrCorrupt, flags)
+	}
+	expiresAt, n = noExpiry, 1
+	if flags&valExpiry != 0 {
 		if len(b) < 9 {
-			return 0, 0, fmt.Errorf("%w: truncated expiry", ErrCorrupt)
+			return 0, 0, 0, fmt.Errorf("%w: truncated expiry", ErrCorrupt)
 		}
-		return int64(binary.BigEndian.Uint64(b[1:9])), 9, nil
+		expiresAt, n = int64(binary.BigEndian.Uint64(b[1:9])), 9
 	}
-	return 0, 0, fmt.Errorf("%w: unknown value header 0x%02x", ErrCorrupt, b[0])
+	if flags&valSchema != 0 {
+		v, w, err := readUvarint(b[n:])
+		if err != nil {
+			return 0, 0, 0, fmt.Errorf("%w: schema version: %w", ErrCorrupt, err)
+		}
+		if v == 0 || v > math.MaxUint32 {
+			return 0, 0, 0, fmt.Errorf("%w: schema version %d outside [1, 2^32)", ErrCorrupt, v)
+		}
+		schema, n = uint32(v), n+w
+	}
+	return expiresAt, schema, n, nil
 }
 
 // readFrame reads one list element: its payload, expiry and total length.

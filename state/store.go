@@ -51,6 +51,16 @@ type Store interface {
 	ValueGet(name string, key, ns, dst []byte) ([]byte, bool, error)
 	ValuePut(name string, key, ns, val []byte, ttl time.Duration) error
 	ValueDelete(name string, key, ns []byte) error
+	// ValuePutSchema is ValuePut of a value encoded in the operator's
+	// schema version schema (ValuePut writes schema 0). The version is kept
+	// beside the value, not in its bytes: ValueGet returns the bytes alone,
+	// ValueGetSchema both, so a new version of an operator can tell how an
+	// older one encoded what it wrote (abi/ABI.md, "Version 4").
+	ValuePutSchema(name string, key, ns, val []byte, ttl time.Duration, schema uint32) error
+	// ValueGetSchema is ValueGet that also returns the schema version the
+	// value was written with: 0 for ValuePut, for state restored from a
+	// snapshot of format 1, and when there is no value.
+	ValueGetSchema(name string, key, ns, dst []byte) ([]byte, uint32, bool, error)
 
 	// ListAppend adds an element at the end; the TTL applies to that
 	// element, as in Flink.
@@ -107,7 +117,17 @@ type Store interface {
 // FormatVersion is the version of the snapshot entry format (the key layout
 // of EncodeKey without its scope prefix, and the value encoding). The
 // checkpoint writer records it so that a future change can be detected.
-const FormatVersion = 1
+// Version 2 added the schema version of values (the valSchema header
+// flag); readers accept MinFormatVersion to FormatVersion.
+const FormatVersion = 2
+
+// MinFormatVersion is the oldest entry format this version reads. Format 1
+// is format 2 without schema versions: its entries decode unchanged, every
+// value with schema 0.
+const MinFormatVersion = 1
+
+// readableFormat reports whether entries of format v can be restored.
+func readableFormat(v int) bool { return v >= MinFormatVersion && v <= FormatVersion }
 
 // Timer is a timer handed to PopTimers' callback. Key and Namespace are
 // valid only during the call.
@@ -327,46 +347,56 @@ func (s *store) errorf(format string, args ...any) error {
 // --- value ---
 
 func (s *store) ValueGet(name string, key, ns, dst []byte) ([]byte, bool, error) {
+	out, _, ok, err := s.ValueGetSchema(name, key, ns, dst)
+	return out, ok, err
+}
+
+func (s *store) ValueGetSchema(name string, key, ns, dst []byte) ([]byte, uint32, bool, error) {
 	g, err := s.enter(key)
 	if err != nil {
-		return dst, false, err
+		return dst, 0, false, err
 	}
 	s.kbuf = appendStateKey(s.kbuf[:0], s.prefix, g, KindValue, name, key, ns)
 	return s.getPayload(s.kbuf, dst, "value", name)
 }
 
-// getPayload appends the payload of the value or map entry at k to dst,
-// treating an expired one as absent and deleting it.
-func (s *store) getPayload(k, dst []byte, what, name string) ([]byte, bool, error) {
+// getPayload appends the payload of the value or map entry at k to dst and
+// returns its schema version, treating an expired one as absent and
+// deleting it.
+func (s *store) getPayload(k, dst []byte, what, name string) ([]byte, uint32, bool, error) {
 	n := len(dst)
 	out, ok, err := s.eng.get(k, dst)
 	if err != nil {
-		return dst, false, s.errorf("%s %q: get: %w", what, name, err)
+		return dst, 0, false, s.errorf("%s %q: get: %w", what, name, err)
 	}
 	if !ok {
-		return dst, false, nil
+		return dst, 0, false, nil
 	}
-	exp, h, err := readHeader(out[n:])
+	exp, schema, h, err := readHeaderSchema(out[n:])
 	if err != nil {
-		return dst, false, s.errorf("%s %q: %w", what, name, err)
+		return dst, 0, false, s.errorf("%s %q: %w", what, name, err)
 	}
 	if exp != noExpiry && exp <= s.nowMs() {
 		if err := s.eng.del(k); err != nil {
-			return dst, false, s.errorf("%s %q: delete expired: %w", what, name, err)
+			return dst, 0, false, s.errorf("%s %q: delete expired: %w", what, name, err)
 		}
-		return dst, false, nil
+		return dst, 0, false, nil
 	}
 	copy(out[n:], out[n+h:])
-	return out[:len(out)-h], true, nil
+	return out[:len(out)-h], schema, true, nil
 }
 
 func (s *store) ValuePut(name string, key, ns, val []byte, ttl time.Duration) error {
+	return s.ValuePutSchema(name, key, ns, val, ttl, 0)
+}
+
+func (s *store) ValuePutSchema(name string, key, ns, val []byte, ttl time.Duration, schema uint32) error {
 	g, err := s.enter(key)
 	if err != nil {
 		return err
 	}
 	s.kbuf = appendStateKey(s.kbuf[:0], s.prefix, g, KindValue, name, key, ns)
-	s.vbuf = appendValue(s.vbuf[:0], val, s.expiresAt(ttl))
+	s.vbuf = appendValue(s.vbuf[:0], val, s.expiresAt(ttl), schema)
 	if err := s.eng.set(s.kbuf, s.vbuf); err != nil {
 		return s.errorf("value %q: put: %w", name, err)
 	}
@@ -393,7 +423,7 @@ func (s *store) ListAppend(name string, key, ns, val []byte, ttl time.Duration) 
 		return err
 	}
 	s.kbuf = appendStateKey(s.kbuf[:0], s.prefix, g, KindList, name, key, ns)
-	s.vbuf = appendFrame(s.vbuf[:0], val, s.expiresAt(ttl))
+	s.vbuf = appendFrame(s.vbuf[:0], val, s.expiresAt(ttl), 0)
 	if err := s.eng.merge(s.kbuf, s.vbuf); err != nil {
 		return s.errorf("list %q: append: %w", name, err)
 	}
@@ -502,7 +532,7 @@ func (s *store) MapPut(name string, key, ns, userKey, val []byte, ttl time.Durat
 		return err
 	}
 	s.kbuf = append(appendStateKey(s.kbuf[:0], s.prefix, g, KindMap, name, key, ns), userKey...)
-	s.vbuf = appendValue(s.vbuf[:0], val, s.expiresAt(ttl))
+	s.vbuf = appendValue(s.vbuf[:0], val, s.expiresAt(ttl), 0)
 	if err := s.eng.set(s.kbuf, s.vbuf); err != nil {
 		return s.errorf("map %q: put: %w", name, err)
 	}
@@ -515,7 +545,8 @@ func (s *store) MapGet(name string, key, ns, userKey, dst []byte) ([]byte, bool,
 		return dst, false, err
 	}
 	s.kbuf = append(appendStateKey(s.kbuf[:0], s.prefix, g, KindMap, name, key, ns), userKey...)
-	return s.getPayload(s.kbuf, dst, "map", name)
+	out, _, ok, err := s.getPayload(s.kbuf, dst, "map", name)
+	return out, ok, err
 }
 
 func (s *store) MapDelete(name string, key, ns, userKey []byte) error {

@@ -64,6 +64,7 @@ func ftSpec(t testing.TB, par, rate int, module, storage string) (spec, out stri
 type ftCluster struct {
 	dir     string
 	api     string
+	raft    string // set when the coordinator listens on a fixed port
 	env     []string
 	coord   *proc
 	workers []*proc

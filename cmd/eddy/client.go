@@ -256,7 +256,15 @@ func parseRef(ref string) (string, uint32, error) {
 const jobUsage = `usage:
   eddy job submit [flags] JOB.yaml   submit a job; prints its id (--from-savepoint PATH: start from a savepoint)
   eddy job list [flags]              list jobs
-  eddy job status [flags] ID         a job's state, tasks and checkpoints
+  eddy job status [flags] ID         a job's state, tasks, checkpoints, Wasm nodes and hot swaps
+  eddy job swap [flags] ID --node NAME [--module NAME@VERSION] [--config JSON] [--allow-dropped-state]
+                                     replace one Wasm node's module or configuration in place, keeping its
+                                     state; waits for the outcome (--timeout, default 5m)
+  eddy job upgrade [flags] ID JOB.yaml
+                                     apply a new spec of the job: one swap per changed module or
+                                     configuration, or, for a parallelism change, stop with a savepoint
+                                     and resubmit (a new job id); refuses a topology change (exit 2)
+                                     (--allow-dropped-state as for swap; --timeout, default 10m)
   eddy job cancel [flags] ID         cancel a job
   eddy job logs [flags] ID           its tasks' log lines: TIME TASK LEVEL [stream] message
                                      (--follow: until the job ends; --since N: after the job's N-th line)
@@ -341,6 +349,10 @@ func cmdJob(args []string, stdout, stderr io.Writer) error {
 		}
 		defer done()
 		return jobLogs(c, cf, fs.Arg(0), since, follow, stdout)
+	case "swap":
+		return jobSwap(fs, &cf, args[1:], stdout)
+	case "upgrade":
+		return jobUpgrade(fs, &cf, args[1:], stdout)
 	case "cancel":
 		ctx, done, err := connect(1, "job cancel takes one job id")
 		if err != nil {
@@ -407,6 +419,8 @@ func printStatus(w io.Writer, resp *eddyv1.JobStatusResponse) {
 		}
 		tw.Flush()
 	}
+	printNodes(w, resp.GetNodes())
+	printSwaps(w, resp.GetSwaps())
 }
 
 const savepointUsage = `usage:
@@ -423,10 +437,7 @@ func cmdSavepoint(args []string, stdout, stderr io.Writer) error {
 	var cf clientFlags
 	cf.register(fs)
 	// A savepoint of a large state takes a while: a longer default deadline.
-	if f := fs.Lookup("timeout"); f != nil {
-		_ = f.Value.Set("10m")
-		f.DefValue = f.Value.String()
-	}
+	setDefaultTimeout(fs, 10*time.Minute)
 	var stop bool
 	fs.BoolVar(&stop, "stop", false, "cancel the job once the savepoint is taken")
 	if err := parseFlags(fs, args[1:], 1, "savepoint create takes one job id"); err != nil {

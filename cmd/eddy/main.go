@@ -35,7 +35,8 @@ usage:
   eddy worker [flags]             a worker: --coordinator ADDR --slots N
 
   eddy module upload|list|get     the module registry
-  eddy job submit|list|status|cancel
+  eddy job submit|list|status|cancel|logs
+  eddy job swap|upgrade           hot swap: a node's module or configuration in place, or a new spec of the job
   eddy savepoint create           take a savepoint of a running job (--stop: then cancel it)
   eddy cluster info               coordinators, the leader, workers and their slots
   eddy certs init DIR             a CA and a member certificate for a TLS cluster (--certs DIR on every server)

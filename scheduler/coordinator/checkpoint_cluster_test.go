@@ -68,7 +68,9 @@ type snapshotter struct {
 	w      *fakeWorker
 	st     storage.Store
 	paused atomic.Bool
-	acks   atomic.Int64
+	// onlySwaps: acknowledge only the savepoints of hot swaps.
+	onlySwaps atomic.Bool
+	acks      atomic.Int64
 }
 
 func newSnapshotter(t *testing.T, w *fakeWorker, st storage.Store) *snapshotter {
@@ -85,7 +87,7 @@ func stateOf(task string, id uint64) []byte {
 }
 
 func (s *snapshotter) checkpoint(tr *eddyv1.CheckpointTrigger) {
-	if s.paused.Load() {
+	if s.paused.Load() || s.onlySwaps.Load() && tr.GetKind() != eddyv1.CheckpointKind_CHECKPOINT_KIND_SWAP {
 		return
 	}
 	ctx := context.Background()

@@ -240,6 +240,12 @@ type fakeWorker struct {
 	onTrigger func(*eddyv1.CheckpointTrigger)
 	triggered map[string]bool   // "job/attempt/id" of the triggers seen
 	completed map[string]uint64 // "job/attempt" → latest checkpoint announced as completed
+	// onPrepare, when set, decides the outcome of each swap a heartbeat
+	// answer asks the worker to prepare (once per swap); without it every
+	// swap is prepared. prepared holds the outcomes reported.
+	onPrepare func(*eddyv1.SwapPrepare) (ok bool, reason string)
+	prepared  map[string]*eddyv1.SwapPrepared // "job/attempt/swap"
+	prepares  []*eddyv1.SwapPrepare
 }
 
 func newFakeWorker(t testing.TB, id string, slots uint32, coordinators ...string) *fakeWorker {
@@ -247,7 +253,7 @@ func newFakeWorker(t testing.TB, id string, slots uint32, coordinators ...string
 		t: t, id: id, instance: id + "-instance-1", dataAddr: "127.0.0.1:9" + id[len(id)-1:], slots: slots,
 		known: slices.Clone(coordinators), target: coordinators[0],
 		tasks: map[taskKey]*eddyv1.TaskReport{}, conns: map[string]*grpc.ClientConn{},
-		triggered: map[string]bool{}, completed: map[string]uint64{},
+		triggered: map[string]bool{}, completed: map[string]uint64{}, prepared: map[string]*eddyv1.SwapPrepared{},
 	}
 	t.Cleanup(func() {
 		w.mu.Lock()
@@ -331,6 +337,9 @@ func (w *fakeWorker) heartbeat(ctx context.Context) error {
 	for _, k := range slices.SortedFunc(maps.Keys(w.tasks), compareKeys) {
 		req.Tasks = append(req.Tasks, cloneReport(w.tasks[k]))
 	}
+	for _, k := range slices.Sorted(maps.Keys(w.prepared)) {
+		req.SwapPrepared = append(req.SwapPrepared, w.prepared[k])
+	}
 	w.mu.Unlock()
 	var resp *eddyv1.HeartbeatResponse
 	err := w.call(ctx, func(ctx context.Context, cl eddyv1.ClusterClient) error {
@@ -377,6 +386,17 @@ func (w *fakeWorker) apply(resp *eddyv1.HeartbeatResponse) []*eddyv1.CheckpointT
 		if !w.triggered[k] {
 			w.triggered[k] = true
 			triggers = append(triggers, tr)
+		}
+	}
+	for _, sp := range resp.GetPrepareSwaps() {
+		k := fmt.Sprintf("%s/%d/%d", sp.GetJobId(), sp.GetAttempt(), sp.GetSwapId())
+		if w.prepared[k] == nil {
+			w.prepares = append(w.prepares, sp)
+			ok, reason := true, ""
+			if w.onPrepare != nil {
+				ok, reason = w.onPrepare(sp)
+			}
+			w.prepared[k] = &eddyv1.SwapPrepared{JobId: sp.GetJobId(), Attempt: sp.GetAttempt(), SwapId: sp.GetSwapId(), Ok: ok, Reason: reason}
 		}
 	}
 	for _, c := range resp.GetCompletedCheckpoints() {

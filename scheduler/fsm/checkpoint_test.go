@@ -44,13 +44,7 @@ func ids(cs []Checkpoint) string {
 }
 
 func TestCheckpointCommands(t *testing.T) {
-	tests := []struct {
-		name    string
-		given   []Command
-		when    Command
-		wantErr error
-		then    func(t *testing.T, j Job)
-	}{
+	runJobCases(t, []jobCase{
 		{
 			name:  "trigger",
 			given: oneJobRunning,
@@ -287,7 +281,21 @@ func TestCheckpointCommands(t *testing.T) {
 				}
 			},
 		},
-	}
+	})
+}
+
+// jobCase is one command applied to job-2 after the given ones: refused
+// with wantErr (and then nothing changes), or checked by then.
+type jobCase struct {
+	name    string
+	given   []Command
+	when    Command
+	wantErr error
+	then    func(t *testing.T, j Job)
+}
+
+func runJobCases(t *testing.T, tests []jobCase) {
+	t.Helper()
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			h := newHarness(t)

@@ -41,6 +41,23 @@
 // it bad: restoring from it failed, and [Job.LatestRestorable] skips it.
 // Checkpoint commands never change Job.Updated.
 //
+// # Hot swaps
+//
+// A job has at most one swap in flight, the last of Job.Swaps:
+// [BeginSwap] records it PREPARING; [EndSwap] refuses or fails it while
+// the workers prepare, leaving the job as it was; a [TriggerCheckpoint]
+// with Swap set (a savepoint) makes it SWAPPING, and the completion of
+// that savepoint makes it SWAPPED: the node's module and configuration
+// are then in Job.Overrides, for every later attempt. A swap that fails
+// while SWAPPING (EndSwap, its savepoint failing, or its attempt ending)
+// restarts the job from its last checkpoint with the old version, since
+// some tasks may have switched at the barrier already. A SWAPPED swap is
+// armed until the next checkpoint completes: a task failure then rolls it
+// back (ROLLED_BACK, the override restored to what it was), and the next
+// attempt restores from the swap savepoint, its latest restorable one.
+// Swap commands, like checkpoint commands, leave Job.Updated alone unless
+// they restart the job.
+//
 // # Formats
 //
 // Commands are JSON envelopes {"v":1,"type":"submit_job","at":MILLIS,

@@ -34,6 +34,8 @@ var (
 	// ErrCheckpointNotFound: a checkpoint id that is neither in flight nor
 	// among the job's completed checkpoints and savepoints.
 	ErrCheckpointNotFound = errors.New("fsm: checkpoint not found")
+	// ErrSwapNotFound: a swap id above every id the job used.
+	ErrSwapNotFound = errors.New("fsm: swap not found")
 
 	// ErrJobState: the command does not apply to the job in its current
 	// state (placing a running job, cancelling a finished one, triggering a

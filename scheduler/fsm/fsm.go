@@ -130,6 +130,9 @@ func (a *applier) apply(cmd Command) (any, error) {
 	if res, ok, err := a.applyTenancy(cmd); ok {
 		return res, err
 	}
+	if res, ok, err := a.applySwap(cmd); ok {
+		return res, err
+	}
 	switch c := cmd.(type) {
 	case *CreateTenant:
 		return a.createTenant(c)
@@ -276,7 +279,7 @@ func (a *applier) restartJobsOn(worker, msg string) []string {
 }
 
 func (a *applier) restart(j *Job, msg string) {
-	a.failPending(j, fmt.Sprintf("attempt %d ended: %s", j.Attempt, msg))
+	a.abandon(j, fmt.Sprintf("attempt %d ended: %s", j.Attempt, msg))
 	j.State = JobRestarting
 	j.Restarts++
 	j.Message = clip(msg)
@@ -300,9 +303,8 @@ func (a *applier) submitJob(c *SubmitJob) (any, error) {
 		return nil, err
 	}
 	for _, m := range c.Modules {
-		versions := a.st.modules[moduleKey{c.Tenant, m.Name}]
-		if m.Version > len(versions) || versions[m.Version-1].SHA256 != m.SHA256 {
-			return nil, fmt.Errorf("job %q: module %s@%d with sha256 %s of tenant %q: %w", c.Name, m.Name, m.Version, m.SHA256, c.Tenant, ErrModuleNotFound)
+		if err := a.registeredModule(c.Tenant, m); err != nil {
+			return nil, fmt.Errorf("job %q: %w", c.Name, err)
 		}
 	}
 	seq := a.st.jobSeq
@@ -437,7 +439,7 @@ func (a *applier) taskFinished(c *TaskFinished) (any, error) {
 	j.FinishedTasks = slices.Insert(j.FinishedTasks, i, c.TaskID)
 	j.Updated = a.at
 	if len(j.FinishedTasks) == len(j.Tasks) {
-		a.failPending(j, "job finished")
+		a.abandon(j, "job finished")
 		j.State = JobFinished
 		j.Message = ""
 	}
@@ -453,7 +455,11 @@ func (a *applier) taskFailed(c *TaskFailed) (any, error) {
 	if c.Message != "" {
 		msg += ": " + c.Message
 	}
+	rolledBack := a.rollBack(j, msg)
 	a.restart(j, msg)
+	if rolledBack != "" {
+		j.Message = clip(rolledBack)
+	}
 	return j.clone(), nil
 }
 
@@ -468,7 +474,7 @@ func (a *applier) finishJob(c *FinishJob) (any, error) {
 	if j.State != JobRunning {
 		return nil, fmt.Errorf("job %s finished: state %s: %w", j.ID, j.State, ErrJobState)
 	}
-	a.failPending(j, "job finished")
+	a.abandon(j, "job finished")
 	j.State = JobFinished
 	j.Message = ""
 	j.Updated = a.at
@@ -483,7 +489,7 @@ func (a *applier) failJob(c *FailJob) (any, error) {
 	if j.State.Terminal() {
 		return nil, fmt.Errorf("job %s failed: state %s: %w", j.ID, j.State, ErrJobState)
 	}
-	a.failPending(j, "job failed")
+	a.abandon(j, "job failed")
 	j.State = JobFailed
 	j.Message = clip(c.Message)
 	j.Updated = a.at
@@ -499,7 +505,7 @@ func (a *applier) cancelJob(c *CancelJob) (any, error) {
 	if j.State.Terminal() {
 		return nil, fmt.Errorf("cancel job %s: state %s: %w", j.ID, j.State, ErrJobState)
 	}
-	a.failPending(j, "job canceled")
+	a.abandon(j, "job canceled")
 	j.State = JobCanceled
 	j.Message = "canceled"
 	j.Updated = a.at
@@ -521,8 +527,16 @@ func (a *applier) triggerCheckpoint(c *TriggerCheckpoint) (any, error) {
 	case c.ID <= j.CheckpointSeq:
 		return nil, fmt.Errorf("job %s checkpoint %d: ids must increase, the last was %d: %w", j.ID, c.ID, j.CheckpointSeq, ErrJobState)
 	}
+	swap, err := a.swapOfTrigger(j, c)
+	if err != nil {
+		return nil, err
+	}
+	if swap != nil {
+		swap.State = SwapSwapping
+		swap.Savepoint = c.ID
+	}
 	j.CheckpointSeq = c.ID
-	j.PendingCheckpoint = &Checkpoint{ID: c.ID, Attempt: c.Attempt, Savepoint: c.Savepoint, Triggered: a.at}
+	j.PendingCheckpoint = &Checkpoint{ID: c.ID, Attempt: c.Attempt, Savepoint: c.Savepoint, Swap: c.Swap, Triggered: a.at}
 	// Checkpoint commands leave Job.Updated alone: it times restart backoffs
 	// and dates the end of terminal jobs.
 	return j.clone(), nil
@@ -550,6 +564,7 @@ func (a *applier) checkpointCompleted(c *CheckpointCompleted) (any, error) {
 	done.IncrementalSize = c.IncrementalSize
 	j.PendingCheckpoint = nil
 	j.CheckpointEnded = a.at
+	a.swapCompleted(j, done, c.SwapPause)
 	if done.Savepoint {
 		// The savepoint is a self-contained copy: the files it was copied
 		// from are not needed for it.
@@ -571,7 +586,16 @@ func (a *applier) checkpointFailed(c *CheckpointFailed) (any, error) {
 		return nil, err
 	}
 	if p := j.PendingCheckpoint; p != nil && p.ID == c.ID {
+		swap := p.Swap
 		a.failPending(j, c.Reason)
+		if s := j.inFlightSwap(); swap != 0 && s != nil && s.ID == swap {
+			// Some tasks may have switched at the barrier already: only a
+			// restart from the last checkpoint puts every task of the node
+			// back on one version, the old one.
+			reason := fmt.Sprintf("savepoint %d failed: %s", c.ID, c.Reason)
+			a.endSwapAs(s, SwapFailed, clip(reason))
+			a.restart(j, fmt.Sprintf("swap %d failed: %s", swap, reason))
+		}
 		return j.clone(), nil
 	}
 	for _, list := range [][]Checkpoint{j.Checkpoints, j.Savepoints} {

@@ -244,6 +244,9 @@ func unmarshalState(data []byte) (*state, error) {
 		if err := checkCheckpoints(&j); err != nil {
 			return nil, corrupt("job %s: %v", j.ID, err)
 		}
+		if err := checkSwaps(&j); err != nil {
+			return nil, corrupt("job %s: %v", j.ID, err)
+		}
 		st.jobs[j.ID] = &j
 	}
 	for i := range doc.Tokens {

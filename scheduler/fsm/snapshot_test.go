@@ -106,6 +106,36 @@ func scenario(h *harness) {
 	h.must(&TaskFailed{JobID: "job-27", Attempt: 2, TaskID: "src#0", Message: "restore checkpoint 5: storage: not found: tenants/default/savepoints/job-27-5/src#0.json"})
 	h.must(&PlaceJob{JobID: "job-27", Attempt: 3, Deployment: map[string]string{"src#0": "w1", "sink#0": "w1"}})
 	h.must(&TriggerCheckpoint{JobID: "job-27", Attempt: 3, ID: 6})
+
+	// A swapped job: swap 1 refused; swap 2 completes at savepoint 1 and
+	// rolls back when a task fails; attempt 2 swaps again (3) and the next
+	// checkpoint disarms it; swap 4 fails in its prepare phase, swap 5 (a
+	// configuration change) is being prepared.
+	v1 := ModuleRef{Ref: "enrich@1", Name: "enrich", Version: 1, SHA256: digest("e1")}
+	v2 := ModuleRef{Ref: "enrich@2", Name: "enrich", Version: 2, SHA256: digest("e2")}
+	id := h.must(&SubmitJob{Tenant: DefaultTenant, Name: "swapped", Tasks: []string{"enrich#0"}, Modules: []ModuleRef{v1}}).(Job).ID // job-46
+	h.must(&PlaceJob{JobID: id, Attempt: 1, Deployment: map[string]string{"enrich#0": "w2"}})
+	swap := func(attempt int, from, to ModuleRef, fromConfig, toConfig string) {
+		h.must(&BeginSwap{JobID: id, Attempt: attempt, Node: "enrich", From: from, To: to, FromConfig: []byte(fromConfig), ToConfig: []byte(toConfig)})
+	}
+	savepoint := func(attempt int, swap, sp uint64) {
+		h.must(&TriggerCheckpoint{JobID: id, Attempt: attempt, ID: sp, Savepoint: true, Swap: swap})
+		h.must(&CheckpointCompleted{JobID: id, Attempt: attempt, ID: sp, Savepoint: true, SwapPause: 4200 * time.Microsecond,
+			Manifest: fmt.Sprintf("tenants/default/savepoints/%s-%d/_manifest.json", id, sp), Duration: 80 * time.Millisecond, FullSize: 300, IncrementalSize: 300})
+	}
+	swap(1, v1, v2, `{}`, `{"threshold":2}`)
+	h.must(&EndSwap{JobID: id, SwapID: 1, State: SwapRefused, Reason: "node enrich: enrich@2 declares state counts as a map, enrich@1 as a value"})
+	swap(1, v1, v2, `{}`, `{"threshold":2}`)
+	savepoint(1, 2, 1)
+	h.must(&TaskFailed{JobID: id, Attempt: 1, TaskID: "enrich#0", Message: "wasm trap: unreachable"})
+	h.must(&PlaceJob{JobID: id, Attempt: 2, Deployment: map[string]string{"enrich#0": "w2"}})
+	swap(2, v1, v2, `{}`, `{"threshold":3}`)
+	savepoint(2, 3, 2)
+	h.must(&TriggerCheckpoint{JobID: id, Attempt: 2, ID: 3})
+	h.must(&CheckpointCompleted{JobID: id, Attempt: 2, ID: 3, Manifest: fmt.Sprintf("tenants/default/jobs/%s/chk/3/_manifest.json", id), Retain: 1})
+	swap(2, v2, v1, `{"threshold":3}`, `{}`)
+	h.must(&EndSwap{JobID: id, SwapID: 4, State: SwapFailed, Reason: "prepare timed out after 30s"})
+	swap(2, v2, v2, `{"threshold":3}`, `{"threshold":4}`)
 }
 
 func TestSnapshotRestoreIdentical(t *testing.T) {
@@ -207,6 +237,14 @@ func TestRestoreRefusesBadSnapshots(t *testing.T) {
 		out, _ := json.Marshal(doc)
 		return string(out)
 	}
+	// editSwapped edits the scenario's swapped job, the last submitted.
+	editSwapped := func(fn func(j map[string]any)) string {
+		return edit(func(d map[string]any) {
+			jobs := d["jobs"].([]any)
+			fn(jobs[len(jobs)-1].(map[string]any))
+		})
+	}
+	swapOf := func(j map[string]any, i int) map[string]any { return j["swaps"].([]any)[i].(map[string]any) }
 	tests := []struct {
 		name    string
 		data    string
@@ -238,6 +276,33 @@ func TestRestoreRefusesBadSnapshots(t *testing.T) {
 		}), ErrCorruptSnapshot},
 		{"worker in unknown state", edit(func(d map[string]any) {
 			d["workers"].([]any)[0].(map[string]any)["state"] = "ZOMBIE"
+		}), ErrCorruptSnapshot},
+		{"swap beyond the last id", editSwapped(func(j map[string]any) { j["swap_seq"] = 4 }), ErrCorruptSnapshot},
+		{"swap in unknown state", editSwapped(func(j map[string]any) { swapOf(j, 0)["state"] = "WOBBLY" }), ErrCorruptSnapshot},
+		{"swaps out of order", editSwapped(func(j map[string]any) { swapOf(j, 1)["id"] = 1 }), ErrCorruptSnapshot},
+		{"two swaps in flight", editSwapped(func(j map[string]any) { swapOf(j, 3)["state"] = "PREPARING" }), ErrCorruptSnapshot},
+		{"an armed swap that is not the last", editSwapped(func(j map[string]any) { swapOf(j, 2)["armed"] = true }), ErrCorruptSnapshot},
+		{"an armed swap being prepared", editSwapped(func(j map[string]any) { swapOf(j, 4)["armed"] = true }), ErrCorruptSnapshot},
+		{"a swapping swap without its savepoint", editSwapped(func(j map[string]any) { swapOf(j, 4)["state"] = "SWAPPING" }), ErrCorruptSnapshot},
+		{"a swap savepoint without its swap", edit(func(d map[string]any) {
+			jobs := d["jobs"].([]any)
+			for _, j := range jobs {
+				if p, ok := j.(map[string]any)["pending_checkpoint"].(map[string]any); ok {
+					p["swap"] = 1
+				}
+			}
+		}), ErrCorruptSnapshot},
+		{"overrides not sorted", editSwapped(func(j map[string]any) {
+			o := j["overrides"].([]any)
+			j["overrides"] = append(o, o[0])
+		}), ErrCorruptSnapshot},
+		{"too many swaps", editSwapped(func(j map[string]any) {
+			var swaps []any
+			for i := range MaxSwapHistory + 1 {
+				swaps = append(swaps, map[string]any{"id": i + 1, "node": "n", "attempt": 1, "state": "REFUSED", "began": "2025-03-01T12:00:00Z",
+					"from": map[string]any{"ref": "a", "name": "a", "version": 1, "sha256": ""}, "to": map[string]any{"ref": "a", "name": "a", "version": 1, "sha256": ""}})
+			}
+			j["swaps"], j["swap_seq"] = swaps, MaxSwapHistory+1
 		}), ErrCorruptSnapshot},
 	}
 	for _, tc := range tests {
@@ -295,13 +360,21 @@ func randomLog(seed uint64, n int) [][]byte {
 		if !likely() {
 			attempt = rng.IntN(4)
 		}
-		op := rng.IntN(19)
+		op := rng.IntN(23)
 		// Task reports, finishing a job and checkpoint commands need a
 		// running job (with a checkpoint in flight to complete or fail
 		// one): often pick one.
 		if op >= 13 || (op >= 7 && op <= 9 || op == 12) && rng.IntN(2) == 0 {
 			for _, r := range scratch.AllJobs() {
 				if r.State == JobRunning && (op < 15 || op > 16 || r.PendingCheckpoint != nil) && likely() {
+					j, attempt = r, r.Attempt
+					break
+				}
+			}
+		}
+		if op >= 20 { // drive a swap in flight or an armed one, if any
+			for _, r := range scratch.AllJobs() {
+				if n := len(r.Swaps); n > 0 && (!r.Swaps[n-1].State.Terminal() || r.Swaps[n-1].Armed) && r.State == JobRunning {
 					j, attempt = r, r.Attempt
 					break
 				}
@@ -357,7 +430,11 @@ func randomLog(seed uint64, n int) [][]byte {
 			if !likely() {
 				id = uint64(rng.IntN(4)) + 1
 			}
-			add(&TriggerCheckpoint{JobID: j.ID, Attempt: max(1, attempt), ID: id, Savepoint: rng.IntN(4) == 0})
+			trigger := &TriggerCheckpoint{JobID: j.ID, Attempt: max(1, attempt), ID: id, Savepoint: rng.IntN(4) == 0}
+			if s, ok := j.SwapInFlight(); ok && likely() {
+				trigger.Savepoint, trigger.Swap = true, s.ID
+			}
+			add(trigger)
 		case 15, 16:
 			id := uint64(rng.IntN(4)) + 1
 			savepoint := rng.IntN(4) == 0
@@ -368,7 +445,8 @@ func randomLog(seed uint64, n int) [][]byte {
 				add(&CheckpointFailed{JobID: j.ID, ID: id, Reason: "timed out"})
 			} else {
 				add(&CheckpointCompleted{JobID: j.ID, Attempt: max(1, attempt), ID: id, Savepoint: savepoint,
-					Manifest: fmt.Sprintf("chk/%d", id), Retain: 1 + rng.IntN(3), FullSize: int64(rng.IntN(1000))})
+					Manifest: fmt.Sprintf("chk/%d", id), Retain: 1 + rng.IntN(3), FullSize: int64(rng.IntN(1000)),
+					SwapPause: time.Duration(rng.IntN(100)) * time.Millisecond})
 			}
 		case 17:
 			if len(j.CheckpointsToDelete) > 0 && likely() {
@@ -377,6 +455,34 @@ func randomLog(seed uint64, n int) [][]byte {
 				add(&CheckpointFailed{JobID: j.ID, ID: c.ID, Reason: "restore checkpoint: corrupt"})
 			} else {
 				add(&CheckpointsDeleted{JobID: j.ID, IDs: []uint64{uint64(rng.IntN(3)) + 1}})
+			}
+		case 19:
+			// A module of the job's tenant, mostly; another's is refused.
+			to := ModuleRef{Ref: "enrich@1", Name: "enrich", Version: 1, SHA256: digest("0")}
+			if ms := scratch.Modules(j.Tenant); len(ms) > 0 && likely() {
+				m := ms[rng.IntN(len(ms))]
+				to = ModuleRef{Ref: m.Ref(), Name: m.Name, Version: m.Version, SHA256: m.SHA256}
+			}
+			add(&BeginSwap{JobID: j.ID, Attempt: max(1, attempt), Node: pick([]string{"enrich", "stats"}), From: to, To: to,
+				ToConfig: fmt.Appendf(nil, `{"n":%d}`, rng.IntN(3))})
+		case 20, 21, 22:
+			// Drive the swap in flight, mostly towards completion, so that
+			// swaps complete, get armed and roll back in the log too.
+			s, ok := j.SwapInFlight()
+			switch p := j.PendingCheckpoint; {
+			case len(j.Swaps) > 0 && j.Swaps[len(j.Swaps)-1].Armed && likely():
+				add(&TaskFailed{JobID: j.ID, Attempt: max(1, attempt), TaskID: task, Message: "trap after the swap"})
+			case ok && s.State == SwapPreparing && p == nil && rng.IntN(3) > 0:
+				add(&TriggerCheckpoint{JobID: j.ID, Attempt: max(1, attempt), ID: j.CheckpointSeq + 1, Savepoint: true, Swap: s.ID})
+			case ok && s.State == SwapSwapping && p != nil && rng.IntN(3) > 0:
+				add(&CheckpointCompleted{JobID: j.ID, Attempt: max(1, attempt), ID: p.ID, Savepoint: true, Manifest: fmt.Sprintf("sp/%d", p.ID),
+					SwapPause: time.Duration(rng.IntN(100)) * time.Millisecond})
+			default:
+				id := uint64(rng.IntN(3)) + 1
+				if ok && likely() {
+					id = s.ID
+				}
+				add(&EndSwap{JobID: j.ID, SwapID: id, State: SwapState(pick([]string{"REFUSED", "FAILED"})), Reason: "refused"})
 			}
 		case 18:
 			token := fmt.Sprint("tok", rng.IntN(8))
@@ -441,10 +547,17 @@ func TestDeterminism(t *testing.T) {
 				t.Fatal("restore + replay differs from a full replay")
 			}
 			var states = map[JobState]int{}
+			swaps := map[SwapState]int{}
 			for _, j := range a.AllJobs() {
 				states[j.State]++
+				for _, s := range j.Swaps {
+					swaps[s.State]++
+				}
 			}
-			t.Logf("applied %v; %d refused; jobs by state %v", applied, refused, states)
+			t.Logf("applied %v; %d refused; jobs by state %v; swaps by state %v", applied, refused, states, swaps)
+			if swaps[SwapSwapped]+swaps[SwapRolledBack] == 0 {
+				t.Error("the random log never completes a swap")
+			}
 			for typ := range newCommand {
 				if applied[typ] == 0 {
 					t.Errorf("the random log never applies %s", typ)
@@ -521,12 +634,18 @@ func TestGolden(t *testing.T) {
 // checkpoint commands existed still replay and restore to the same state,
 // byte for byte (the checkpoint fields are absent when unused), so members
 // of different versions agree.
-func TestGoldenBeforeCheckpoints(t *testing.T) {
-	wantLog, err := os.ReadFile(filepath.Join("testdata", "log-before-checkpoints.golden"))
+func TestGoldenBeforeCheckpoints(t *testing.T) { testGoldenBefore(t, "checkpoints") }
+
+// TestGoldenBeforeSwaps: the same for the log and snapshot written before
+// hot swaps (the swap fields are absent when unused).
+func TestGoldenBeforeSwaps(t *testing.T) { testGoldenBefore(t, "swaps") }
+
+func testGoldenBefore(t *testing.T, what string) {
+	wantLog, err := os.ReadFile(filepath.Join("testdata", "log-before-"+what+".golden"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantState, err := os.ReadFile(filepath.Join("testdata", "state-before-checkpoints.golden"))
+	wantState, err := os.ReadFile(filepath.Join("testdata", "state-before-"+what+".golden"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -540,14 +659,14 @@ func TestGoldenBeforeCheckpoints(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !bytes.Equal(got, compact.Bytes()) {
-		t.Errorf("replaying the pre-checkpoint log gives another state:\n%s", got)
+		t.Errorf("replaying the log from before %s gives another state:\n%s", what, got)
 	}
 	g := New()
 	if err := g.UnmarshalState(wantState); err != nil {
 		t.Fatalf("restore: %v", err)
 	}
 	if again, _ := g.MarshalState(); !bytes.Equal(again, compact.Bytes()) {
-		t.Errorf("the pre-checkpoint snapshot does not marshal back to itself:\n%s", again)
+		t.Errorf("the snapshot from before %s does not marshal back to itself:\n%s", what, again)
 	}
 }
 

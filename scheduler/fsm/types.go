@@ -271,8 +271,8 @@ func (j *Job) clone() Job {
 	}
 	c.FailedCheckpoints = slices.Clone(j.FailedCheckpoints)
 	c.CheckpointsToDelete = slices.Clone(j.CheckpointsToDelete)
-	c.Overrides = slices.Clone(j.Overrides)
-	c.Swaps = slices.Clone(j.Swaps)
+	c.Overrides = cloneOverrides(j.Overrides)
+	c.Swaps = cloneSwaps(j.Swaps)
 	return c
 }
 

@@ -77,6 +77,24 @@ func checkSHA256(digest string) error {
 	return nil
 }
 
+// checkModuleRef checks the form of a pinned module reference, not that
+// the module exists.
+func checkModuleRef(m ModuleRef) error {
+	if m.Ref == "" {
+		return fmt.Errorf("module %s: no reference: %w", m.Name, ErrMalformed)
+	}
+	if err := checkModuleName(m.Name); err != nil {
+		return err
+	}
+	if m.Version < 1 {
+		return fmt.Errorf("module %s version %d: %w", m.Name, m.Version, ErrMalformed)
+	}
+	if err := checkSHA256(m.SHA256); err != nil {
+		return fmt.Errorf("module %s: %w", m.Name, err)
+	}
+	return nil
+}
+
 func checkAttempt(attempt int) error {
 	if attempt < 1 {
 		return fmt.Errorf("attempt %d: want >= 1: %w", attempt, ErrMalformed)
@@ -166,17 +184,8 @@ func (c *SubmitJob) validate() error {
 		seen[t] = true
 	}
 	for _, m := range c.Modules {
-		if m.Ref == "" {
-			return fmt.Errorf("job %q: module %s: no reference: %w", c.Name, m.Name, ErrMalformed)
-		}
-		if err := checkModuleName(m.Name); err != nil {
+		if err := checkModuleRef(m); err != nil {
 			return fmt.Errorf("job %q: %w", c.Name, err)
-		}
-		if m.Version < 1 {
-			return fmt.Errorf("job %q: module %s version %d: %w", c.Name, m.Name, m.Version, ErrMalformed)
-		}
-		if err := checkSHA256(m.SHA256); err != nil {
-			return fmt.Errorf("job %q: module %s: %w", c.Name, m.Name, err)
 		}
 	}
 	if c.RequestID != "" {
@@ -255,6 +264,9 @@ func (c *TriggerCheckpoint) validate() error {
 	if err := checkAttempt(c.Attempt); err != nil {
 		return fmt.Errorf("job %s: %w", c.JobID, err)
 	}
+	if c.Swap != 0 && !c.Savepoint {
+		return fmt.Errorf("job %s checkpoint %d of swap %d: a swap is carried out by a savepoint: %w", c.JobID, c.ID, c.Swap, ErrMalformed)
+	}
 	return checkCheckpointID(c.JobID, c.ID)
 }
 
@@ -271,7 +283,7 @@ func (c *CheckpointCompleted) validate() error {
 	switch {
 	case c.Manifest == "" || len(c.Manifest) > maxMessageLen:
 		return fmt.Errorf("job %s checkpoint %d: manifest key of %d bytes: %w", c.JobID, c.ID, len(c.Manifest), ErrMalformed)
-	case c.Duration < 0 || c.FullSize < 0 || c.IncrementalSize < 0:
+	case c.Duration < 0 || c.FullSize < 0 || c.IncrementalSize < 0 || c.SwapPause < 0:
 		return fmt.Errorf("job %s checkpoint %d: negative duration or size: %w", c.JobID, c.ID, ErrMalformed)
 	case !c.Savepoint && c.Retain < 1:
 		return fmt.Errorf("job %s checkpoint %d: retain %d, want at least 1: %w", c.JobID, c.ID, c.Retain, ErrMalformed)

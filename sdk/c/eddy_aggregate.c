@@ -15,6 +15,7 @@
 
 /* Linking this file makes the module declare version 3 (see eddy.c). */
 const int32_t eddy__abi_version = EDDY_AGGREGATE_ABI_VERSION;
+const int32_t eddy__stateful_or_aggregate = EDDY_AGGREGATE_ABI_VERSION; /* see eddy_internal.h */
 
 /* An accumulator being folded lives in one of folds while the next one is
  * written into the other; result holds a result. They keep their memory

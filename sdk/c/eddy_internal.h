@@ -10,12 +10,16 @@
 #include "eddy.h"
 
 /* The module's ABI version when it is not 1: defined by eddy_keyed.c as 2
- * and by eddy_aggregate.c as 3. eddy.c refers to it weakly (the attribute
- * is there, not here, so that the definitions stay strong): linking one of
- * those files is what makes eddy_abi_version report its version. Linking
- * both fails with a duplicate symbol, as it should: an aggregate keeps no
- * state of its own. */
+ * (weakly, so that eddy_keyed_schema.c's 4 replaces it) and by
+ * eddy_aggregate.c as 3. eddy.c refers to it weakly (the attribute is
+ * there, not here, so that the other definitions stay strong): linking one
+ * of those files is what makes eddy_abi_version report its version. */
 extern const int32_t eddy__abi_version;
+
+/* Defined (strongly) by eddy_keyed.c and eddy_aggregate.c, so that linking
+ * both fails with a duplicate symbol, as it should: an aggregate keeps no
+ * state of its own. Nothing refers to it, so no module contains it. */
+extern const int32_t eddy__stateful_or_aggregate;
 
 /* The key of the record being processed or of the timer firing; it aliases
  * the batch. eddy__has_key is 0 outside those calls. */

@@ -12,8 +12,16 @@
 #define IMPORT(name) __attribute__((import_module("eddy"), import_name(name)))
 #define EXPORT(name) __attribute__((export_name(name)))
 
-/* Linking this file makes the module declare version 2 (see eddy.c). */
-const int32_t eddy__abi_version = EDDY_KEYED_ABI_VERSION;
+/* Linking this file makes the module declare version 2 (see eddy.c), or
+ * version 4 with eddy_keyed_schema.c, whose strong definition replaces this
+ * weak one. */
+__attribute__((weak)) const int32_t eddy__abi_version = EDDY_KEYED_ABI_VERSION;
+const int32_t eddy__stateful_or_aggregate = EDDY_KEYED_ABI_VERSION;
+
+/* Defined by eddy_keyed_schema.c only: the schema functions refer to it, so
+ * a module that calls them without linking that file (and would declare
+ * version 2 while importing version 4 functions) fails to link. */
+extern const int32_t eddy__schema_linked;
 
 IMPORT("state_declare") int32_t eddy_host_state_declare(int32_t kind, const char *name, uint32_t name_len, int64_t ttl_ms);
 IMPORT("state_get") int32_t eddy_host_state_get(int32_t id, const uint8_t *key, uint32_t key_len, uint8_t *dst, uint32_t cap);
@@ -33,6 +41,10 @@ IMPORT("timer_register") void eddy_host_timer_register(int32_t kind, const uint8
 IMPORT("timer_delete") void eddy_host_timer_delete(int32_t kind, const uint8_t *key, uint32_t key_len, int64_t ts);
 IMPORT("current_watermark") int64_t eddy_host_current_watermark(void);
 IMPORT("processing_time") int64_t eddy_host_processing_time(void);
+IMPORT("state_declare2") int32_t eddy_host_state_declare2(int32_t kind, const char *name, uint32_t name_len, int64_t ttl_ms,
+                                                           uint32_t schema);
+IMPORT("state_get2") int32_t eddy_host_state_get2(int32_t id, const uint8_t *key, uint32_t key_len, uint8_t *dst, uint32_t cap,
+                                                   uint32_t *schema);
 
 enum { KIND_VALUE = 0, KIND_LIST = 1, KIND_MAP = 2 };
 
@@ -55,16 +67,21 @@ struct eddy_state_s {
 
 static const char *kind_name(int32_t kind) { return kind == KIND_VALUE ? "value" : kind == KIND_LIST ? "list" : "map"; }
 
-static eddy_state declare(int32_t kind, const char *name, int64_t ttl_ms) {
-    eddy_state s;
-    int32_t id;
+static int declarable(int32_t kind, const char *name) {
     if (!eddy__opening) {
         eddy_fail("eddy: %s state %s declared outside eddy_op_open", kind_name(kind), name);
-        return NULL;
+        return 0;
     }
-    id = eddy_host_state_declare(kind, name, (uint32_t)strlen(name), ttl_ms);
+    return 1;
+}
+
+/* Wraps the id the host returned in a handle. state_declare and
+ * state_declare2 are called by functions of their own, so that wasm-ld
+ * links (and the module imports) only the one a module uses. */
+static eddy_state handle(int32_t kind, const char *name, int32_t id, const char *import) {
+    eddy_state s;
     if (id < 0) {
-        eddy_fail("eddy: state_declare(%s) returned %d", name, id);
+        eddy_fail("eddy: %s(%s) returned %d", import, name, id);
         return NULL;
     }
     s = calloc(1, sizeof *s);
@@ -76,6 +93,17 @@ static eddy_state declare(int32_t kind, const char *name, int64_t ttl_ms) {
     s->kind = kind;
     strncpy(s->name, name, sizeof s->name - 1);
     return s;
+}
+
+static eddy_state declare(int32_t kind, const char *name, int64_t ttl_ms) {
+    if (!declarable(kind, name)) return NULL;
+    return handle(kind, name, eddy_host_state_declare(kind, name, (uint32_t)strlen(name), ttl_ms), "state_declare");
+}
+
+eddy_state eddy_value_state2(const char *name, int64_t ttl_ms, uint32_t schema) {
+    if (eddy__schema_linked != EDDY_SCHEMA_ABI_VERSION || !declarable(KIND_VALUE, name)) return NULL;
+    return handle(KIND_VALUE, name, eddy_host_state_declare2(KIND_VALUE, name, (uint32_t)strlen(name), ttl_ms, schema),
+                  "state_declare2");
 }
 
 eddy_state eddy_value_state(const char *name, int64_t ttl_ms) { return declare(KIND_VALUE, name, ttl_ms); }
@@ -109,6 +137,15 @@ static int32_t read_value(eddy_state s, const uint8_t *uk, uint32_t uk_len, buff
     (void)uk;
     (void)uk_len;
     return eddy_host_state_get(s->id, eddy__key, eddy__key_len, b->p, b->cap);
+}
+
+/* What state_get2 reported for the last read_value2. */
+static uint32_t read_schema;
+
+static int32_t read_value2(eddy_state s, const uint8_t *uk, uint32_t uk_len, buffer *b) {
+    (void)uk;
+    (void)uk_len;
+    return eddy_host_state_get2(s->id, eddy__key, eddy__key_len, b->p, b->cap, &read_schema);
 }
 
 static int32_t read_list(eddy_state s, const uint8_t *uk, uint32_t uk_len, buffer *b) {
@@ -170,6 +207,19 @@ int32_t eddy_value_get(eddy_state s, uint8_t **out) {
     if (!usable(s, KIND_VALUE, "eddy_value_get")) return EDDY_ERROR;
     n = fetch(read_value, s, NULL, 0, &s->get);
     *out = n >= 0 ? s->get.p : NULL;
+    return n;
+}
+
+int32_t eddy_value_get2(eddy_state s, uint8_t **out, uint32_t *schema) {
+    int32_t n;
+    *out = NULL;
+    *schema = 0;
+    if (!usable(s, KIND_VALUE, "eddy_value_get2")) return EDDY_ERROR;
+    n = fetch(read_value2, s, NULL, 0, &s->get);
+    if (n >= 0) {
+        *out = s->get.p;
+        *schema = read_schema;
+    }
     return n;
 }
 

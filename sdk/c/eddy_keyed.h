@@ -74,6 +74,28 @@ int eddy_state_clear(eddy_state s);
 int32_t eddy_value_get(eddy_state s, uint8_t **out);
 int eddy_value_put(eddy_state s, const uint8_t *value, uint32_t len);
 
+/* Schema versions of value state (ABI version 4; abi/ABI.md, "Version 4").
+ * Link eddy_keyed_schema.c besides eddy_keyed.c to use them: it makes the
+ * module declare version 4 (a module that calls them without it fails to
+ * link).
+ *
+ * eddy_value_state2 is eddy_value_state for values this module writes in
+ * schema version schema (eddy_value_state writes 0). eddy_value_get2 is
+ * eddy_value_get that also sets *schema to the version the value was
+ * written with (0 when absent, or written by eddy_value_state's handle or
+ * an older module); eddy_value_put on the handle writes its schema. A new
+ * version of an operator converts what an older one stored:
+ *
+ *     count = eddy_value_state2("count", 0, 1);   (1: JSON text)
+ *     ...
+ *     int32_t len = eddy_value_get2(count, &v, &schema);
+ *     if (len >= 0 && schema == 0) ... v is the old 8-byte u64 ...
+ *
+ * Only value state has schema versions. */
+#define EDDY_SCHEMA_ABI_VERSION 4
+eddy_state eddy_value_state2(const char *name, int64_t ttl_ms, uint32_t schema);
+int32_t eddy_value_get2(eddy_state s, uint8_t **out, uint32_t *schema);
+
 /* Iterates the elements of a list or the entries of a map. */
 typedef struct eddy_iter {
     const uint8_t *next;

@@ -55,6 +55,12 @@ func currentWatermark() int64
 //go:wasmimport eddy processing_time
 func processingTime() int64
 
+//go:wasmimport eddy state_declare2
+func stateDeclare2(kind int32, name string, ttlMs int64, schema uint32) int32
+
+//go:wasmimport eddy state_get2
+func stateGet2(id int32, key unsafe.Pointer, keyLen uint32, dst unsafe.Pointer, dstCap uint32, schema unsafe.Pointer) int32
+
 // ptr is a slice as the (pointer, length) pair of an import. The whole
 // capacity is offered where the host writes (dst, dst_cap).
 func ptr(b []byte) (unsafe.Pointer, uint32) {
@@ -62,6 +68,16 @@ func ptr(b []byte) (unsafe.Pointer, uint32) {
 }
 
 func hostDeclare(kind int32, name string, ttlMs int64) int32 { return stateDeclare(kind, name, ttlMs) }
+
+func hostDeclare2(kind int32, name string, ttlMs int64, schema uint32) int32 {
+	return stateDeclare2(kind, name, ttlMs, schema)
+}
+
+func hostGet2(id int32, key, dst []byte, schema *uint32) int32 {
+	k, kn := ptr(key)
+	d, dn := ptr(dst)
+	return stateGet2(id, k, kn, d, dn, unsafe.Pointer(schema))
+}
 
 func hostGet(id int32, key, _, dst []byte) int32 {
 	k, kn := ptr(key)

@@ -11,6 +11,8 @@ import "github.com/eddy-stream/eddy/sdk/go/internal/guest"
 type fakeHost interface {
 	declare(kind int32, name string, ttlMs int64) int32
 	get(id int32, key, dst []byte) int32
+	declare2(kind int32, name string, ttlMs int64, schema uint32) int32
+	get2(id int32, key, dst []byte, schema *uint32) int32
 	list(id int32, key, dst []byte) int32
 	mapGet(id int32, key, userKey, dst []byte) int32
 	mapEntries(id int32, key, dst []byte) int32
@@ -37,7 +39,13 @@ func hostDeclare(kind int32, name string, ttlMs int64) int32 {
 	return host().declare(kind, name, ttlMs)
 }
 
-func hostGet(id int32, key, _, dst []byte) int32  { return host().get(id, key, dst) }
+func hostGet(id int32, key, _, dst []byte) int32 { return host().get(id, key, dst) }
+func hostDeclare2(kind int32, name string, ttlMs int64, schema uint32) int32 {
+	return host().declare2(kind, name, ttlMs, schema)
+}
+func hostGet2(id int32, key, dst []byte, schema *uint32) int32 {
+	return host().get2(id, key, dst, schema)
+}
 func hostList(id int32, key, _, dst []byte) int32 { return host().list(id, key, dst) }
 func hostMapGet(id int32, key, userKey, dst []byte) int32 {
 	return host().mapGet(id, key, userKey, dst)

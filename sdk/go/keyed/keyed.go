@@ -79,7 +79,31 @@ func (k kind) String() string {
 // Option configures a state declaration.
 type Option func(*options)
 
-type options struct{ ttl time.Duration }
+type options struct {
+	ttl    time.Duration
+	schema uint32
+	// declare2 is hostDeclare2, set by Schema only, so that a module that
+	// never calls Schema does not import state_declare2 (which would need
+	// ABI version 4).
+	declare2 func(kind int32, name string, ttlMs int64, schema uint32) int32
+}
+
+// schemaVersion is the ABI version that defines schema versions of state.
+const schemaVersion = 4
+
+// Schema says that this module writes the state's values in schema
+// version n of its own numbering (0, the default, is what a module that
+// does not say writes, and what every older version of it wrote). Reads
+// with Value.GetSchema report the version each value was written with, so
+// a new version of an operator can convert what an older one stored (see
+// abi/ABI.md, "Version 4"). Only value state has schema versions.
+//
+// It needs ABI version 4: the module must also import package
+// github.com/eddy-stream/eddy/sdk/go/keyed/schema (for its effect only,
+// with a blank import), which makes it declare that version.
+func Schema(n uint32) Option {
+	return func(o *options) { o.schema, o.declare2 = n, hostDeclare2 }
+}
 
 // TTL makes the state of a key expire d after it was last written; d ≤ 0
 // (the default) means no expiry. Expired state reads as absent. The host
@@ -88,10 +112,12 @@ func TTL(d time.Duration) Option { return func(o *options) { o.ttl = d } }
 
 // state is one declared state. Handles of the same name share it.
 type state struct {
-	name  string
-	kind  kind
-	ttlMs int64
-	id    int32 // -1 until declared to the host
+	name     string
+	kind     kind
+	ttlMs    int64
+	schema   uint32
+	declare2 func(kind int32, name string, ttlMs int64, schema uint32) int32 // see options
+	id       int32                                                           // -1 until declared to the host
 }
 
 var (
@@ -115,14 +141,26 @@ func declare(name string, k kind, opts []Option) *state {
 	if o.ttl > 0 {
 		ttlMs = int64((o.ttl + time.Millisecond - 1) / time.Millisecond)
 	}
+	if o.schema != 0 && k != kindValue {
+		panic(fmt.Sprintf("keyed: state %q: schema version %d on %s state; schema versions are for value state", name, o.schema, k))
+	}
+	if o.schema != 0 && guest.Version < schemaVersion {
+		panic(fmt.Sprintf("keyed: state %q: Schema needs ABI version %d; import _ \"github.com/eddy-stream/eddy/sdk/go/keyed/schema\"", name, schemaVersion))
+	}
 	if s, ok := states[name]; ok {
 		if s.kind != k || s.ttlMs != ttlMs {
 			panic(fmt.Sprintf("keyed: state %q declared twice: as %s state with TTL %d ms, and as %s state with TTL %d ms",
 				name, s.kind, s.ttlMs, k, ttlMs))
 		}
+		if s.schema != o.schema {
+			panic(fmt.Sprintf("keyed: state %q declared twice: with schema version %d, and with %d", name, s.schema, o.schema))
+		}
 		return s
 	}
 	s := &state{name: name, kind: k, ttlMs: ttlMs, id: -1}
+	if o.schema != 0 {
+		s.schema, s.declare2 = o.schema, o.declare2
+	}
 	switch {
 	case guest.Opening():
 		s.declare()
@@ -136,7 +174,12 @@ func declare(name string, k kind, opts []Option) *state {
 }
 
 func (s *state) declare() {
-	id := hostDeclare(int32(s.kind), s.name, s.ttlMs)
+	var id int32
+	if s.declare2 != nil {
+		id = s.declare2(int32(s.kind), s.name, s.ttlMs, s.schema)
+	} else {
+		id = hostDeclare(int32(s.kind), s.name, s.ttlMs)
+	}
 	if id < 0 {
 		panic(fmt.Sprintf("keyed: state_declare(%q) returned %d", s.name, id))
 	}
@@ -220,7 +263,27 @@ func ValueState(name string, opts ...Option) *Value {
 // it.
 func (v *Value) Get() ([]byte, bool) { return read(&v.buf, hostGet, v.s, v.s.key(), nil) }
 
-// Put sets the current key's value to b (copied).
+// GetSchema is Get that also returns the schema version the value was
+// written with: the version declared with Schema by the module that wrote
+// it, 0 for one that declared none (or wrote before schema versions
+// existed), and 0 when there is no value. It needs ABI version 4, as
+// Schema does.
+func (v *Value) GetSchema() ([]byte, uint32, bool) {
+	b, ok := read(&v.buf, hostGetSchema, v.s, v.s.key(), nil)
+	if !ok {
+		return nil, 0, false
+	}
+	return b, readSchema, true
+}
+
+// readSchema is where state_get2 writes the schema version of the value
+// it read: a variable of the package, so that its address stays valid.
+var readSchema uint32
+
+func hostGetSchema(id int32, key, _, dst []byte) int32 { return hostGet2(id, key, dst, &readSchema) }
+
+// Put sets the current key's value to b (copied), in the schema version
+// declared with Schema (0 by default).
 func (v *Value) Put(b []byte) { hostPut(v.s.id, v.s.key(), b) }
 
 // Clear removes the current key's value.

@@ -38,6 +38,12 @@ type decl struct {
 	ttlMs int64
 }
 
+// schemaOf is the fake host's memory of schema versions (ABI version 4).
+type schemaOf struct {
+	declared map[int32]uint32 // by state id
+	stored   map[addr]uint32  // of each value
+}
+
 // fakeKeyedHost is a fake host for both halves of the ABI: it keeps keyed
 // state in maps, records emitted records and failures, and checks what the
 // real host checks (declarations only while opening, state of the right
@@ -55,6 +61,7 @@ type fakeKeyedHost struct {
 	records  []abi.Record
 	failures []string
 	logs     []string
+	schemas  schemaOf
 }
 
 func (h *fakeKeyedHost) Emit(batch []byte) {
@@ -80,6 +87,21 @@ func (h *fakeKeyedHost) declare(kind int32, name string, ttlMs int64) int32 {
 	}
 	h.decls = append(h.decls, decl{kind, name, ttlMs})
 	return int32(len(h.decls) - 1)
+}
+
+func (h *fakeKeyedHost) declare2(kind int32, name string, ttlMs int64, schema uint32) int32 {
+	id := h.declare(kind, name, ttlMs)
+	h.schemas.declared[id] = schema
+	return id
+}
+
+func (h *fakeKeyedHost) get2(id int32, key, dst []byte, schema *uint32) int32 {
+	n := h.get(id, key, dst)
+	*schema = 0
+	if n >= 0 {
+		*schema = h.schemas.stored[addr{id, string(key)}]
+	}
+	return n
 }
 
 func (h *fakeKeyedHost) check(id int32, kind int32) {
@@ -133,6 +155,7 @@ func (h *fakeKeyedHost) mapEntries(id int32, key, dst []byte) int32 {
 func (h *fakeKeyedHost) put(id int32, key, value []byte) {
 	h.check(id, int32(kindValue))
 	h.values[addr{id, string(key)}] = bytes.Clone(value)
+	h.schemas.stored[addr{id, string(key)}] = h.schemas.declared[id]
 }
 
 func (h *fakeKeyedHost) append(id int32, key, value []byte) {
@@ -177,7 +200,8 @@ func (h *fakeKeyedHost) processingTime() int64 { return h.now }
 // install makes op the registered operator and a new fake host the host,
 // and forgets every declared state.
 func install(t *testing.T, op guest.Operator) *fakeKeyedHost {
-	h := &fakeKeyedHost{t: t, values: map[addr][]byte{}, lists: map[addr][][]byte{}, maps: map[addr]map[string][]byte{}, timers: map[timerAddr]bool{}}
+	h := &fakeKeyedHost{t: t, values: map[addr][]byte{}, lists: map[addr][][]byte{}, maps: map[addr]map[string][]byte{}, timers: map[timerAddr]bool{},
+		schemas: schemaOf{declared: map[int32]uint32{}, stored: map[addr]uint32{}}}
 	undo := guest.SetTestHost(h, op)
 	testHost = h
 	states, pending, opened = map[string]*state{}, nil, false
@@ -261,6 +285,64 @@ func TestValueState(t *testing.T) {
 	// the initial buffer, then one with a buffer at least that large.
 	if !slices.Contains(h.caps, initialBuffer) || slices.Max(h.caps) < len(big) {
 		t.Errorf("read buffer sizes %v", h.caps)
+	}
+}
+
+// TestValueSchema: a value state declared with Schema writes its version
+// and GetSchema reports the version of what it reads: a value an older
+// module wrote (schema 0) is converted, one this module wrote comes back
+// with its own.
+func TestValueSchema(t *testing.T) {
+	defer func(v int32) { guest.Version = v }(guest.Version)
+	guest.Version = schemaVersion // what importing keyed/schema does
+	var v *Value
+	op := &operator{
+		open: func() error { v = ValueState("count", Schema(1)); return nil },
+		process: func(r *abi.Record) error {
+			b, schema, ok := v.GetSchema()
+			guest.Emit(&abi.Record{Key: r.Key, Value: fmt.Appendf(nil, "%s:%d:%v", b, schema, ok)})
+			v.Put(r.Value)
+			return nil
+		},
+	}
+	h := install(t, op)
+	mustOK(t, h, guest.Open([]byte("{}")))
+	h.values[addr{0, "old"}] = []byte("u64") // written by version 1: schema 0
+	mustOK(t, h, guest.Process(batchOf(rec("old", "a"), rec("old", "b"), rec("new", "c"))))
+	want := []string{"u64:0:true", "a:1:true", ":0:false"}
+	if got := emitted(h); !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if h.schemas.declared[0] != 1 {
+		t.Errorf("declared schema %d, want 1", h.schemas.declared[0])
+	}
+}
+
+// TestSchemaMisuse: Schema without ABI version 4, on a list, or changed
+// between declarations fails Open with one line.
+func TestSchemaMisuse(t *testing.T) {
+	cases := []struct {
+		name    string
+		version int32
+		open    func()
+		want    string
+	}{
+		{"without version 4", 2, func() { ValueState("v", Schema(1)) },
+			`panic: keyed: state "v": Schema needs ABI version 4; import _ "github.com/eddy-stream/eddy/sdk/go/keyed/schema"`},
+		{"on a list", 4, func() { ListState("l", Schema(1)) },
+			`panic: keyed: state "l": schema version 1 on list state; schema versions are for value state`},
+		{"changed", 4, func() { ValueState("v", Schema(1)); ValueState("v", Schema(2)) },
+			`panic: keyed: state "v" declared twice: with schema version 1, and with 2`},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			defer func(v int32) { guest.Version = v }(guest.Version)
+			guest.Version = c.version
+			h := install(t, &operator{open: func() error { c.open(); return nil }})
+			if st := guest.Open([]byte("{}")); st != abi.StatusError || len(h.failures) != 1 || !strings.HasPrefix(h.failures[0], c.want) {
+				t.Fatalf("status %d, failures %q; want one starting %q", st, h.failures, c.want)
+			}
+		})
 	}
 }
 
@@ -569,6 +651,11 @@ func (nopHost) declare(int32, string, int64) int32 { return 0 }
 func (nopHost) get(_ int32, _, dst []byte) int32 {
 	clear(dst[:8])
 	return 8
+}
+func (nopHost) declare2(int32, string, int64, uint32) int32 { return 0 }
+func (h nopHost) get2(id int32, key, dst []byte, schema *uint32) int32 {
+	*schema = 0
+	return h.get(id, key, dst)
 }
 func (nopHost) list(int32, []byte, []byte) int32           { return -1 }
 func (nopHost) mapGet(int32, []byte, []byte, []byte) int32 { return -1 }

@@ -196,7 +196,7 @@ func TestCLinkRules(t *testing.T) {
 		srcs []string
 		want string
 	}{
-		"aggregate with keyed state": {[]string{"testdata/cagg.c", "../../c/eddy_aggregate.c", "../../c/eddy_json.c", "../../c/eddy_keyed.c"}, "duplicate symbol: eddy__abi_version"},
+		"aggregate with keyed state": {[]string{"testdata/cagg.c", "../../c/eddy_aggregate.c", "../../c/eddy_json.c", "../../c/eddy_keyed.c"}, "duplicate symbol: eddy__stateful_or_aggregate"},
 		"aggregate and operator":     {[]string{op, "testdata/cagg.c", "../../c/eddy_aggregate.c", "../../c/eddy_json.c"}, "duplicate symbol: eddy_op_process"},
 		"aggregate and window":       {[]string{"testdata/cagg.c", "testdata/cwindow.c", "../../c/eddy_aggregate.c", "../../c/eddy_window.c", "../../c/eddy_json.c"}, "duplicate symbol"},
 		"window and operator":        {[]string{op, "testdata/cwindow.c", "../../c/eddy_window.c"}, "duplicate symbol: eddy_op_process"},

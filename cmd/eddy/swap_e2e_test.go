@@ -1,0 +1,412 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eddy-stream/eddy/internal/testkit"
+)
+
+// The hot-swap tests (issue 13): a keyed counter over a paced generator,
+// checkpointing, with an exactly-once file sink, on one coordinator and two
+// worker processes; its counter node is swapped in place while it runs.
+// The expected output is the same job run without a swap by `eddy run`:
+// for every key the counts 1..N, each once. With a swap, each key's counts
+// up to some n come from the old version (its output format) and the rest
+// from the new one.
+
+const swapJob = `name: swapped
+parallelism: 2
+checkpoint: {interval: 400ms, timeout: 5s, storage: "STORAGE"}
+nodes:
+  - name: txns
+    parallelism: 2
+    source: {generator: {kind: transactions, count: COUNT, cards: 200, seed: 9, rate: RATE}}
+  - name: count
+    input: txns
+    key_by: card
+    wasm: {module: MODULE}
+  - name: count_out
+    input: count
+    sink: {file: {path: $OUT/counts.jsonl}}
+`
+
+func swapSpec(t testing.TB, count, rate int, module, storage string) (spec, out string) {
+	t.Helper()
+	text := strings.NewReplacer("COUNT", strconv.Itoa(count), "RATE", strconv.Itoa(rate), "MODULE", module, "STORAGE", storage).Replace(swapJob)
+	if storage == "" {
+		text = strings.Replace(text, "checkpoint: {interval: 400ms, timeout: 5s, storage: \"\"}\n", "", 1)
+	}
+	return inlineSpec(t, text)
+}
+
+// countLine is one output record of a counter version.
+type countLine struct {
+	Key     string `json:"key"`
+	Count   int    `json:"count"`
+	Version any    `json:"v"` // absent in v1's output
+}
+
+// readCounts reads every line of the counts sink's files.
+func readCounts(t testing.TB, out string) []countLine {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(out, "counts.jsonl*"))
+	if len(files) == 0 {
+		t.Fatalf("no output in %s", out)
+	}
+	var lines []countLine
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range strings.Split(strings.TrimSpace(string(b)), "\n") {
+			var c countLine
+			if err := json.Unmarshal([]byte(l), &c); err != nil {
+				t.Fatalf("%s: %q: %v", f, l, err)
+			}
+			lines = append(lines, c)
+		}
+	}
+	return lines
+}
+
+// checkSwapCounts checks a swapped run's counts against the reference run's:
+// per key the same counts, each once, and at most one switch of version,
+// from old to new, in count order. It returns how many keys had output of
+// the new version, and how many lines in all.
+func checkSwapCounts(t testing.TB, got, want []countLine, isNew func(countLine) bool) (switched, newLines int) {
+	t.Helper()
+	totals := map[string]int{}
+	for _, l := range want {
+		totals[l.Key] = max(totals[l.Key], l.Count)
+	}
+	byKey := map[string][]countLine{}
+	for _, l := range got {
+		byKey[l.Key] = append(byKey[l.Key], l)
+	}
+	if len(byKey) != len(totals) {
+		t.Errorf("%d keys in the output, want %d", len(byKey), len(totals))
+	}
+	if len(got) != len(want) {
+		t.Errorf("%d output lines, want %d", len(got), len(want))
+	}
+	for key, lines := range byKey {
+		slices.SortFunc(lines, func(a, b countLine) int { return a.Count - b.Count })
+		for i, l := range lines {
+			if l.Count != i+1 {
+				t.Fatalf("key %s: counts %v, want 1..%d each once (a reset, a gap or a repeat)", key, counts(lines), totals[key])
+			}
+		}
+		if len(lines) != totals[key] {
+			t.Fatalf("key %s: counts up to %d, want %d", key, len(lines), totals[key])
+		}
+		first := slices.IndexFunc(lines, isNew)
+		if first < 0 {
+			continue
+		}
+		switched++
+		for _, l := range lines[first:] {
+			if !isNew(l) {
+				t.Fatalf("key %s: count %d is the old version's, after count %d of the new one", key, l.Count, lines[first].Count)
+			}
+			newLines++
+		}
+	}
+	return switched, newLines
+}
+
+func counts(lines []countLine) []int {
+	var out []int
+	for _, l := range lines {
+		out = append(out, l.Count)
+	}
+	return out
+}
+
+// swapCluster is a coordinator and two workers with the counter modules
+// uploaded. The coordinator listens on fixed ports, so that a test may
+// start it again where it was.
+func swapCluster(t *testing.T, modules map[string]string) *ftCluster {
+	t.Helper()
+	c := &ftCluster{dir: t.TempDir(), slots: 4, api: freeAddr(t)}
+	c.raft = freeAddr(t)
+	c.coord = c.startCoordinator(t, "--bootstrap")
+	testkit.Eventually(t, 20*time.Second, "the coordinator leads", func() bool {
+		return strings.Contains(eddy(t, "cluster", "info", "--coordinator", c.api).stdout, "LEADER")
+	})
+	for i := range 2 {
+		c.workers = append(c.workers, c.startWorker(t, i))
+	}
+	testkit.Eventually(t, 30*time.Second, "two workers alive", func() bool {
+		return strings.Count(eddy(t, "cluster", "info", "--coordinator", c.api).stdout, "ALIVE") == 2
+	})
+	for name, file := range modules {
+		if r := c.client(t, "module", "upload", filepath.Join(repoRoot(t), "udfs/build", file), "--name", name); r.code != 0 {
+			t.Fatalf("upload %s: %s", file, r.stderr)
+		}
+	}
+	return c
+}
+
+// submitSwapJob submits the counter job with module and waits until it
+// runs and took a checkpoint.
+func submitSwapJob(t *testing.T, c *ftCluster, count, rate int, module string) (id, out string) {
+	t.Helper()
+	spec, out := swapSpec(t, count, rate, module, "file://"+filepath.Join(c.dir, "checkpoints"))
+	r := c.client(t, "job", "submit", spec)
+	if r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	id = strings.TrimSpace(r.stdout)
+	testkit.Eventually(t, time.Minute, "job "+id+" running with a checkpoint", func() bool {
+		state, _, st := c.status(t, id)
+		return state == "RUNNING" && completedCheckpoints(st) > 0
+	})
+	return id, out
+}
+
+// referenceCounts runs the counter job without a swap on the embedded
+// default.
+func referenceCounts(t *testing.T, count int, file string) []countLine {
+	t.Helper()
+	spec, out := swapSpec(t, count, 0, filepath.Join(repoRoot(t), "udfs/build", file), "")
+	if r := eddy(t, "run", spec); r.code != 0 {
+		t.Fatalf("reference run: %s", r.stderr)
+	}
+	return readCounts(t, out)
+}
+
+// startCoordinator starts the cluster's coordinator on its fixed ports.
+func (c *ftCluster) startCoordinator(t testing.TB, args ...string) *proc {
+	t.Helper()
+	return startProcEnv(t, c.dir, "c1", c.env, append([]string{"coordinator", "--id", "c1", "--api", c.api, "--raft", c.raft,
+		"--data-dir", filepath.Join(c.dir, "c1"),
+		"--heartbeat-interval", "200ms", "--heartbeat-timeout", "5s",
+		"--restart", "fixed", "--restart-delay", "300ms", "--restarts", "50"}, args...)...)
+}
+
+// freeAddr returns a 127.0.0.1 address with a port free a moment ago.
+func freeAddr(t testing.TB) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func (p *proc) wait(t testing.TB) {
+	t.Helper()
+	_ = p.cmd.Wait()
+}
+
+func isV2(l countLine) bool   { return fmt.Sprint(l.Version) == "2" }
+func isPlus(l countLine) bool { return l.Version == "plus" }
+func neverNew(countLine) bool { return false }
+func swapOut(r result) string { return r.stdout + r.stderr }
+
+// TestHotSwap swaps the counter (C, v1, storing a u64) mid-stream to v2,
+// which stores JSON text and converts v1's values on read, and emits a
+// visibly different line: every key's counts continue; the job stays at
+// attempt 1; the status shows the new version and the swap.
+func TestHotSwap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	const count = 24000
+	want := referenceCounts(t, count, "counter-c.wasm")
+	c := swapCluster(t, map[string]string{"counter": "counter-c.wasm", "counter-v2": "counter-v2-c.wasm"})
+	id, out := submitSwapJob(t, c, count, 3000, "counter")
+	_, before, _ := c.status(t, id)
+	r := c.client(t, "job", "swap", id, "--node", "count", "--module", "counter-v2@1")
+	if r.code != 0 {
+		t.Fatalf("swap: %s", swapOut(r))
+	}
+	t.Logf("swap: %s", strings.TrimSpace(r.stdout))
+	if !strings.Contains(r.stdout, "swapped") {
+		t.Errorf("swap said %q, want it swapped", r.stdout)
+	}
+	if _, after, st := c.status(t, id); after != before {
+		t.Errorf("attempt %d after the swap, %d before: the swap restarted the job\n%s", after, before, st)
+	}
+	_, st := c.waitState(t, id, "FINISHED", 2*time.Minute)
+	for _, s := range []string{"counter-v2@1", "SWAPPED"} {
+		if !strings.Contains(st, s) {
+			t.Errorf("status does not show %s:\n%s", s, st)
+		}
+	}
+	switched, newLines := checkSwapCounts(t, readCounts(t, out), want, isV2)
+	t.Logf("%d of %d lines from v2, %d keys switched", newLines, len(want), switched)
+	if newLines == 0 || newLines == len(want) {
+		t.Errorf("%d of %d lines from v2: the swap was not mid-stream", newLines, len(want))
+	}
+	assertNoHiddenFiles(t, out)
+}
+
+// TestSwapRefused: each refusal of the prepare phase leaves the job
+// running at attempt 1, its output unaffected.
+func TestSwapRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	const count = 20000
+	want := referenceCounts(t, count, "counter-c.wasm")
+	c := swapCluster(t, map[string]string{
+		"counter": "counter-c.wasm", "counter-kind": "counter-kind-c.wasm", "counter-renamed": "counter-renamed-c.wasm",
+		"project": "project-c.wasm", "card-stats": "card-stats-c.wasm",
+	})
+	// A module missing an export never gets into the registry, so no swap
+	// can name it.
+	if r := c.client(t, "module", "upload", filepath.Join(repoRoot(t), "host/testdata/missing_export.wasm"), "--name", "noproc"); r.code == 0 ||
+		!strings.Contains(r.stderr, "export") {
+		t.Errorf("upload of a module missing an export: exit %d, %s", r.code, r.stderr)
+	}
+	id, out := submitSwapJob(t, c, count, 1500, "counter")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--module", "counter-kind@1"}, "list"},
+		{[]string{"--module", "counter-renamed@1"}, "--allow-dropped-state"},
+		{[]string{"--config", `{"bogus": 1}`}, "bogus"},
+		{[]string{"--module", "project@1"}, "count"}, // declares no state: "count" would be dropped
+		{[]string{"--module", "card-stats@1"}, "aggregate"},
+	} {
+		r := c.client(t, append([]string{"job", "swap", id, "--node", "count"}, tc.args...)...)
+		if r.code == 0 || !strings.Contains(swapOut(r), tc.want) {
+			t.Errorf("swap %v: exit %d, %q; want a refusal naming %q", tc.args, r.code, swapOut(r), tc.want)
+		}
+		t.Logf("swap %v: %s", tc.args, strings.TrimSpace(swapOut(r)))
+		if state, attempt, st := c.status(t, id); state != "RUNNING" || attempt != 1 {
+			t.Fatalf("after the refused swap %v: %s at attempt %d\n%s", tc.args, state, attempt, st)
+		}
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--node", "txns", "--module", "counter@1"}, "not a Wasm node"},
+		{[]string{"--node", "nope", "--module", "counter@1"}, "no node"},
+		{[]string{"--node", "count", "--module", "missing@3"}, "missing"},
+		{[]string{"--node", "count", "--module", "counter@1"}, "nothing to swap"},
+		{[]string{"--node", "count", "--config", "{"}, "JSON"},
+	} {
+		r := c.client(t, append([]string{"job", "swap", id}, tc.args...)...)
+		if r.code == 0 || !strings.Contains(swapOut(r), tc.want) {
+			t.Errorf("swap %v: exit %d, %q; want an error naming %q", tc.args, r.code, swapOut(r), tc.want)
+		}
+	}
+	attempt, st := c.waitState(t, id, "FINISHED", 2*time.Minute)
+	if attempt != 1 {
+		t.Errorf("finished at attempt %d\n%s", attempt, st)
+	}
+	if n := strings.Count(st, "REFUSED"); n < 5 {
+		t.Errorf("status lists %d refused swaps, want 5:\n%s", n, st)
+	}
+	checkSwapCounts(t, readCounts(t, out), want, neverNew)
+}
+
+// TestSwapRollback: a new version that fails on its first record rolls the
+// job back to the old version automatically; the output is exact.
+func TestSwapRollback(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	const count = 20000
+	want := referenceCounts(t, count, "counter-c.wasm")
+	c := swapCluster(t, map[string]string{"counter": "counter-c.wasm", "counter-trap": "counter-trap-c.wasm"})
+	id, out := submitSwapJob(t, c, count, 2000, "counter")
+	r := c.client(t, "job", "swap", id, "--node", "count", "--module", "counter-trap@1")
+	t.Logf("swap: exit %d: %s", r.code, strings.TrimSpace(swapOut(r)))
+	var st string
+	testkit.Eventually(t, time.Minute, "the swap rolled back", func() bool {
+		_, _, st = c.status(t, id)
+		return strings.Contains(st, "ROLLED_BACK")
+	})
+	if !strings.Contains(st, "counter-trap: refusing record") {
+		t.Errorf("the status does not give the cause of the rollback:\n%s", st)
+	}
+	_, st = c.waitState(t, id, "FINISHED", 2*time.Minute)
+	if !strings.Contains(st, "counter@1") {
+		t.Errorf("the node does not run counter@1 after the rollback:\n%s", st)
+	}
+	checkSwapCounts(t, readCounts(t, out), want, neverNew)
+	assertNoHiddenFiles(t, out)
+}
+
+// TestSwapGoAndC swaps the Go build of the counter for the C build and
+// back: same state encoding, same output.
+func TestSwapGoAndC(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	const count = 24000
+	want := referenceCounts(t, count, "counter-go.wasm")
+	c := swapCluster(t, map[string]string{"counter-go": "counter-go.wasm", "counter-c": "counter-c.wasm"})
+	id, out := submitSwapJob(t, c, count, 3000, "counter-go")
+	_, before, _ := c.status(t, id)
+	for _, to := range []string{"counter-c@1", "counter-go@1"} {
+		if r := c.client(t, "job", "swap", id, "--node", "count", "--module", to); r.code != 0 {
+			t.Fatalf("swap to %s: %s", to, swapOut(r))
+		}
+	}
+	if _, after, st := c.status(t, id); after != before {
+		t.Errorf("attempt %d after the swaps, %d before: a swap restarted the job\n%s", after, before, st)
+	}
+	_, st := c.waitState(t, id, "FINISHED", 2*time.Minute)
+	if strings.Count(st, "SWAPPED") < 2 {
+		t.Errorf("want two swaps:\n%s", st)
+	}
+	checkSwapCounts(t, readCounts(t, out), want, neverNew)
+}
+
+// TestSwapKills kills a worker, then the coordinator, with SIGKILL at a
+// random moment around a swap: the job ends with every task of the node on
+// one version, the output exact.
+func TestSwapKills(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts processes")
+	}
+	const count = 30000
+	want := referenceCounts(t, count, "counter-c.wasm")
+	rng := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 13))
+	for _, victim := range []string{"worker", "coordinator"} {
+		t.Run(victim, func(t *testing.T) {
+			c := swapCluster(t, map[string]string{"counter": "counter-c.wasm", "counter-plus": "counter-plus-c.wasm"})
+			id, out := submitSwapJob(t, c, count, 3000, "counter")
+			swap := startProc(t, c.dir, "swap", "job", "swap", id, "--node", "count", "--module", "counter-plus@1",
+				"--coordinator", c.api, "--timeout", "20s")
+			time.Sleep(time.Duration(rng.IntN(250)) * time.Millisecond) // the random moment is the point
+			switch victim {
+			case "worker":
+				w := rng.IntN(2)
+				c.workers[w].kill(t)
+				c.workers[w] = c.startWorker(t, w)
+			case "coordinator":
+				c.coord.kill(t)
+				c.coord = c.startCoordinator(t)
+			}
+			swap.wait(t)
+			_, st := c.waitState(t, id, "FINISHED", 3*time.Minute)
+			t.Logf("after the %s kill:\n%s", victim, st)
+			isNew := neverNew
+			if strings.Contains(st, "SWAPPED") {
+				isNew = isPlus
+			}
+			switched, newLines := checkSwapCounts(t, readCounts(t, out), want, isNew)
+			t.Logf("%d lines from the new version, %d keys switched", newLines, switched)
+			assertNoHiddenFiles(t, out)
+		})
+	}
+}
