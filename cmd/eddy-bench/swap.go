@@ -465,8 +465,9 @@ func (r *swapRun) waitFlow(n int64, within time.Duration) error {
 // resubmit upgrades to version v the Flink way and reports where the time
 // went: the savepoint (trigger to the last ack), its manifest and
 // self-contained copy (what the coordinator writes before it cancels the
-// job), the cancellation, the new job's start (planning, restore of the
-// state) and its first records.
+// job), the cancellation, the new job's planning and start, and its
+// tasks' restore of the state until the first records reach every sink
+// subtask.
 func (r *swapRun) resubmit(ctx context.Context, v int) (ph resubmitPhases, err error) {
 	t0 := time.Now()
 	m, acks, err := r.leader.take(ctx, r, dataflow.Trigger{Savepoint: true})
@@ -925,7 +926,7 @@ func (b *swapBench) printResult(r swapResult) {
 	}
 	fmt.Printf("    stop-with-savepoint + resubmit pause: %s\n", durations(r.resubmits))
 	for i, p := range r.phases {
-		fmt.Printf("      resubmit %d: savepoint %v, manifest + copy %v, cancel %v, new job started (restore) %v, to its first records %v\n",
+		fmt.Printf("      resubmit %d: savepoint %v, manifest + copy %v, cancel %v, new job planned and started %v, its restore and first records %v\n",
 			i+1, p.savepoint.Round(time.Millisecond), p.copy.Round(time.Millisecond), p.cancel.Round(time.Millisecond),
 			p.start.Round(time.Millisecond), p.firstRecord.Round(time.Millisecond))
 	}
