@@ -67,8 +67,10 @@ udfs:
 	$(MAKE) -C udfs
 
 ## bench: Go benchmarks and the pipeline harness (throughput, the
-## end-to-end latency at 1,000 records/s per buffer_timeout, and the
-## noisy-neighbour ratio of fair sharing between tenants); prints figures.
+## end-to-end latency at 1,000 records/s per buffer_timeout, the
+## noisy-neighbour ratio of fair sharing between tenants, and the pause of
+## a hot swap with small and 1 GB state against stop-with-savepoint and
+## resubmit); prints figures.
 bench: build
 	$(GO) test -run '^$$' -bench . -benchtime 2s ./abi/ ./host/... ./connectors/ ./state/ ./dataflow/window/
 	$(GO) test -run '^$$' -bench 'ClusterThroughput|LeaderFailover|CheckpointOverhead|CheckpointLargeState|Recovery' -benchtime 2x ./cmd/eddy/

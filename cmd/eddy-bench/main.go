@@ -3,8 +3,10 @@
 // one after the other, and prints records/s and their ratios. Absolute
 // figures drift on shared machines; the ratios from one run are what to
 // compare. It then runs a paced job with several buffer_timeout values
-// and prints the end-to-end latency of its records, and last the
-// noisy-neighbour figure of fair sharing between tenants (noisy.go).
+// and prints the end-to-end latency of its records, the
+// noisy-neighbour figure of fair sharing between tenants (noisy.go), and
+// last the pause of a hot swap against that of stop-with-savepoint and
+// resubmit (swap.go).
 package main
 
 import (
@@ -32,7 +34,14 @@ func main() {
 	runs := flag.Int("runs", 3, "runs per variant (the median is reported)")
 	root := flag.String("root", ".", "repository root (for udfs/build)")
 	latencyFor := flag.Duration("latency-for", 3*time.Second, "how long each latency run lasts")
-	only := flag.String("only", "", "run one part: pipeline, operator, latency or noisy (default: all)")
+	only := flag.String("only", "", "run one part: pipeline, operator, latency, noisy or swap (default: all)")
+	swap := defaultSwapOptions()
+	flag.IntVar(&swap.Swaps, "swaps", swap.Swaps, "in-place swaps per state size (swap part)")
+	flag.IntVar(&swap.Resubmits, "resubmits", swap.Resubmits, "stop-with-savepoint + resubmit rounds with small state (swap part)")
+	flag.IntVar(&swap.LargeResubmits, "resubmits-large", swap.LargeResubmits, "stop-with-savepoint + resubmit rounds with the large state (swap part)")
+	flag.Float64Var(&swap.Rate, "swap-rate", swap.Rate, "generator records/s in the swap part")
+	flag.Int64Var(&swap.StateBytes, "swap-state", swap.StateBytes, "bytes of Pebble state of the large-state swap runs (0: small state only)")
+	flag.DurationVar(&swap.Settle, "swap-settle", swap.Settle, "steady flow before each upgrade in the swap part")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	flag.Parse()
 	// The tasks' life-cycle lines (info) are not figures.
@@ -61,6 +70,9 @@ func main() {
 		if err == nil {
 			err = benchNoisy(*root, *records, *runs)
 		}
+		if err == nil {
+			err = benchSwap(*root, swap)
+		}
 	case "pipeline":
 		err = benchProjection(*root, *records, *runs)
 	case "operator":
@@ -69,8 +81,10 @@ func main() {
 		err = benchLatency(*latencyFor)
 	case "noisy":
 		err = benchNoisy(*root, *records, *runs)
+	case "swap":
+		err = benchSwap(*root, swap)
 	default:
-		err = fmt.Errorf("-only %q: want pipeline, operator, latency or noisy", *only)
+		err = fmt.Errorf("-only %q: want pipeline, operator, latency, noisy or swap", *only)
 	}
 	if err != nil {
 		pprof.StopCPUProfile()
