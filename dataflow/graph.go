@@ -178,15 +178,4 @@ func topoOrder(vs []*vertex) []*vertex {
 	return out
 }
 
-func nodeKind(n *jobspec.Node) string {
-	switch {
-	case n.Source != nil:
-		return "source"
-	case n.Sink != nil:
-		return "sink"
-	case n.Window != nil:
-		return "window"
-	default:
-		return "wasm"
-	}
-}
+func nodeKind(n *jobspec.Node) string { return n.Kind() }
