@@ -83,6 +83,8 @@ var moduleVersions = map[string]uint64{
 	"country-change-go": 2, "country-change-c": 2,
 	"card-stats-go": 3, "card-stats-c": 3,
 	"top-n-go": 1, "top-n-c": 1,
+	"project-rust": 1, "split-rust": 1, "counter-rust": 2, "country-change-rust": 2,
+	"card-stats-rust": 3, "top-n-rust": 1,
 }
 
 // calls is what the host saw during the guest calls of one instance.
@@ -344,7 +346,7 @@ var splitConfigs = []string{
 	`{"lowercase": true}`,
 }
 
-var modules = []string{"go", "c"}
+var modules = []string{"go", "c", "rust"}
 
 func TestProject(t *testing.T) {
 	recs := genRecords(rand.New(rand.NewPCG(1, 2)), 400)

@@ -1,0 +1,558 @@
+//! The runtime behind the export macros: the `eddy_alloc` buffer, batch
+//! decoding, the output batch, failures and the panic hook. Not for
+//! authors; the macros call it.
+//!
+//! The host drives an instance from one thread and never calls back into
+//! the guest during an import, so the globals below are never accessed
+//! concurrently or reentrantly: each is borrowed for the length of one
+//! statement or one helper, never across a call into the operator, except
+//! the operator itself (OP), which nothing else touches.
+
+use crate::keyed::{set_key, Context, Declare, TimeDomain, Timer};
+use crate::{sys, Aggregate, Error, KeyedOperator, Operator, Record, Window, WindowFunction, NO_TIMESTAMP};
+use std::any::Any;
+
+const BATCH_MAGIC: u32 = 0x3142_4445; // "EDB1"
+const HEADER_SIZE: usize = 8;
+const ENTRY_SIZE: usize = 32;
+const MAX_RECORDS: u32 = 1 << 24;
+const MAX_HEADERS: u32 = 1 << 16;
+/// The output batch's size, as the C SDK's: large enough that a batch of
+/// small records is one `emit`.
+pub const OUTPUT_BUFFER_SIZE: usize = 64 * 1024;
+const MIN_INPUT: usize = 64 * 1024;
+const GROUP_HEADER_KEY_LEN: usize = 4;
+const WINDOW_DESCRIPTOR_LEN: usize = 16;
+
+struct Output {
+    buf: Vec<u8>,
+    count: usize,
+    data: usize, // start of the data, growing down
+}
+
+static mut INPUT: Vec<u8> = Vec::new();
+static mut OUTPUT: Output = Output { buf: Vec::new(), count: 0, data: OUTPUT_BUFFER_SIZE };
+static mut OP: Option<Box<dyn Any>> = None;
+static mut FAILED: bool = false;
+static mut HOOKED: bool = false;
+
+pub(crate) fn get32(b: &[u8], at: usize) -> u32 {
+    u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
+}
+
+fn get64(b: &[u8], at: usize) -> i64 {
+    let mut x = [0u8; 8];
+    x.copy_from_slice(&b[at..at + 8]);
+    i64::from_le_bytes(x)
+}
+
+/// Hands `msg` to the host as the current call's error.
+pub(crate) fn fail(msg: &str) {
+    unsafe { FAILED = true };
+    sys::fail(msg.as_bytes());
+}
+
+/// The `eddy_alloc` export: one growing buffer.
+pub fn alloc(size: i32) -> i32 {
+    let size = size as u32 as usize;
+    let input = unsafe { &mut INPUT };
+    if input.capacity() > 0 && size <= input.capacity() {
+        return input.as_ptr() as i32;
+    }
+    // Grow geometrically so that a slowly growing batch size does not
+    // reallocate every batch; drop rather than grow in place, since the
+    // ABI lets each call invalidate the previous buffer's contents.
+    let cap = size.max(MIN_INPUT).max(2 * input.capacity());
+    *input = Vec::new();
+    let mut v = Vec::new();
+    if v.try_reserve_exact(cap).is_err() && v.try_reserve_exact(size.max(1)).is_err() {
+        return 0; // the ABI's "cannot"
+    }
+    *input = v;
+    input.as_ptr() as i32
+}
+
+/// The host's range [ptr, ptr+len) as a slice of the eddy_alloc buffer, or
+/// a failure naming it: the host must pass a range it wrote there.
+fn input_slice(what: &str, ptr: i32, len: i32) -> Result<&'static [u8], Error> {
+    let input = unsafe { &INPUT };
+    let (base, p, n) = (input.as_ptr() as usize, ptr as u32 as usize, len as u32 as usize);
+    if input.capacity() == 0 || p < base || (p - base) as u64 + n as u64 > input.capacity() as u64 {
+        return Err(Error::new(format!(
+            "eddy: {} [{}, {}) is not inside the buffer returned by eddy_alloc",
+            what,
+            p,
+            p as u64 + n as u64
+        )));
+    }
+    // The range lies inside the buffer's allocation, which the host wrote
+    // (bytes) and which lives until the next eddy_alloc, after this call.
+    Ok(unsafe { std::slice::from_raw_parts(p as *const u8, n) })
+}
+
+fn install_panic_hook() {
+    unsafe {
+        if HOOKED {
+            return;
+        }
+        HOOKED = true;
+    }
+    // A panic aborts (wasm32 has no unwinding), which traps; the hook first
+    // gives the host the panic's message, so the task's error says what
+    // happened rather than "unreachable".
+    std::panic::set_hook(Box::new(|info| {
+        let payload = info.payload();
+        let msg = if let Some(s) = payload.downcast_ref::<&str>() {
+            s
+        } else if let Some(s) = payload.downcast_ref::<String>() {
+            s.as_str()
+        } else {
+            "Box<dyn Any>"
+        };
+        let mut line = String::with_capacity(msg.len() + 64);
+        line.push_str("panic: ");
+        line.push_str(msg);
+        if let Some(l) = info.location() {
+            line.push_str(" (at ");
+            line.push_str(l.file());
+            line.push(':');
+            let mut n = Vec::new();
+            crate::append_u64(&mut n, l.line() as u64);
+            line.push_str(std::str::from_utf8(&n).unwrap_or(""));
+            line.push(')');
+        }
+        let line = line.replace('\n', " ");
+        fail(&line);
+    }));
+}
+
+/// Ends a failed call: output not yet handed over is dropped (the task
+/// fails), and the message is given unless the operator gave one.
+fn failed(err: Error) -> i32 {
+    let out = unsafe { &mut OUTPUT };
+    out.count = 0;
+    out.data = OUTPUT_BUFFER_SIZE;
+    fail(err.message());
+    1
+}
+
+fn status(r: Result<(), Error>) -> i32 {
+    match r {
+        Ok(()) => {
+            flush();
+            0
+        }
+        Err(e) => failed(e),
+    }
+}
+
+fn op<T: 'static>() -> Result<&'static mut T, Error> {
+    match unsafe { OP.as_mut() }.and_then(|b| b.downcast_mut::<T>()) {
+        Some(t) => Ok(t),
+        None => Err(Error::new("eddy: called before eddy_open succeeded")),
+    }
+}
+
+fn open_with<T: 'static>(ptr: i32, len: i32, build: impl FnOnce(&[u8]) -> Result<T, Error>) -> i32 {
+    install_panic_hook();
+    unsafe { FAILED = false };
+    let r = input_slice("config", ptr, len).and_then(build);
+    match r {
+        Ok(t) => {
+            unsafe { OP = Some(Box::new(t)) };
+            0
+        }
+        Err(e) => failed(e),
+    }
+}
+
+// --- the output batch ---
+
+fn out_buf() -> &'static mut Output {
+    let out = unsafe { &mut OUTPUT };
+    if out.buf.is_empty() {
+        out.buf = vec![0u8; OUTPUT_BUFFER_SIZE];
+    }
+    out
+}
+
+fn put_record(buf: &mut [u8], count: &mut usize, data: &mut usize, r: &Record<'_>) {
+    let e = HEADER_SIZE + ENTRY_SIZE * *count;
+    buf[e..e + 8].copy_from_slice(&r.timestamp.to_le_bytes());
+    let mut place = |b: &[u8], at: usize, buf: &mut [u8]| {
+        *data -= b.len();
+        buf[*data..*data + b.len()].copy_from_slice(b);
+        buf[at..at + 4].copy_from_slice(&(*data as u32).to_le_bytes());
+        buf[at + 4..at + 8].copy_from_slice(&(b.len() as u32).to_le_bytes());
+    };
+    if r.headers.is_empty() {
+        buf[e + 24..e + 32].fill(0);
+    } else {
+        place(r.headers, e + 24, buf);
+    }
+    place(r.value, e + 16, buf);
+    place(r.key, e + 8, buf);
+    *count += 1;
+}
+
+fn finish(buf: &mut [u8], count: usize) {
+    buf[0..4].copy_from_slice(&BATCH_MAGIC.to_le_bytes());
+    buf[4..8].copy_from_slice(&(count as u32).to_le_bytes());
+}
+
+fn flush() {
+    let out = unsafe { &mut OUTPUT };
+    if out.count == 0 {
+        return;
+    }
+    finish(&mut out.buf, out.count);
+    sys::emit(&out.buf);
+    out.count = 0;
+    out.data = OUTPUT_BUFFER_SIZE;
+}
+
+/// Hands records to the host, batched: one `emit` per 64 KiB of output.
+/// An operator gets one for the length of a call and cannot keep it.
+pub struct Emitter {
+    _private: (),
+}
+
+static mut EMITTER: Emitter = Emitter { _private: () };
+
+pub(crate) fn emitter() -> &'static mut Emitter {
+    unsafe { &mut EMITTER }
+}
+
+impl Emitter {
+    /// Emits a copy of `r` (the host copies it too: the slices may be
+    /// reused at once).
+    pub fn emit(&mut self, r: &Record<'_>) -> Result<(), Error> {
+        let size = ENTRY_SIZE + r.key.len() + r.value.len() + r.headers.len();
+        let fits = |o: &Output| HEADER_SIZE + ENTRY_SIZE * o.count + size <= o.data;
+        let out = out_buf();
+        if !fits(out) {
+            flush();
+        }
+        let out = out_buf();
+        if fits(out) {
+            put_record(&mut out.buf, &mut out.count, &mut out.data, r);
+            return Ok(());
+        }
+        // Larger than the whole output buffer: hand it over alone, after
+        // the records before it, so that order is kept.
+        let total = HEADER_SIZE + size;
+        if total > u32::MAX as usize {
+            return Err(Error::new("eddy: a record larger than 4 GiB"));
+        }
+        let mut spill = vec![0u8; total];
+        let (mut count, mut data) = (0, total);
+        put_record(&mut spill, &mut count, &mut data, r);
+        finish(&mut spill, 1);
+        sys::emit(&spill);
+        Ok(())
+    }
+
+    /// Emits a record without headers.
+    pub fn emit_kv(&mut self, key: &[u8], value: &[u8], timestamp: i64) -> Result<(), Error> {
+        self.emit(&Record::new(key, value, timestamp))
+    }
+}
+
+// --- batches ---
+
+fn headers_ok(b: &[u8]) -> bool {
+    if b.len() < 4 {
+        return false;
+    }
+    let n = get32(b, 0);
+    if n > MAX_HEADERS || n as u64 * 8 > (b.len() - 4) as u64 {
+        return false;
+    }
+    let mut at = 4u64;
+    for _ in 0..n {
+        if at + 8 > b.len() as u64 {
+            return false;
+        }
+        let (kl, vl) = (get32(b, at as usize) as u64, get32(b, at as usize + 4) as u64);
+        at += 8;
+        if at + kl + vl > b.len() as u64 {
+            return false;
+        }
+        at += kl + vl;
+    }
+    true
+}
+
+/// A checked batch: every record's ranges lie inside it.
+struct Batch {
+    b: &'static [u8],
+    count: usize,
+}
+
+impl Batch {
+    fn record(&self, i: usize) -> Record<'static> {
+        let b = self.b;
+        let e = HEADER_SIZE + ENTRY_SIZE * i;
+        let span = |at: usize| {
+            let (o, l) = (get32(b, at) as usize, get32(b, at + 4) as usize);
+            &b[o..o + l]
+        };
+        let hl = get32(b, e + 28);
+        Record { timestamp: get64(b, e), key: span(e + 8), value: span(e + 16), headers: if hl == 0 { &[] } else { span(e + 24) } }
+    }
+}
+
+/// Checks a batch as abi.DecodeBatch does, every record before the first is
+/// handled, so that a bad batch fails without partial output.
+fn batch(range: &str, what: &str, ptr: i32, len: i32) -> Result<Batch, Error> {
+    let b = input_slice(range, ptr, len)?;
+    let n = b.len();
+    if n < HEADER_SIZE {
+        return Err(Error::new(format!("eddy: {}: malformed: {} bytes is shorter than the header", what, n)));
+    }
+    if get32(b, 0) != BATCH_MAGIC {
+        return Err(Error::new(format!("eddy: {}: malformed: bad magic {:#08x}", what, get32(b, 0))));
+    }
+    let count = get32(b, 4);
+    if count > MAX_RECORDS || HEADER_SIZE as u64 + count as u64 * ENTRY_SIZE as u64 > n as u64 {
+        return Err(Error::new(format!("eddy: {}: malformed: {} records do not fit in {} bytes", what, count, n)));
+    }
+    for i in 0..count as usize {
+        let e = HEADER_SIZE + ENTRY_SIZE * i;
+        let g = |at| get32(b, e + at) as u64;
+        let (ko, kl, vo, vl, ho, hl) = (g(8), g(12), g(16), g(20), g(24), g(28));
+        let n = n as u64;
+        if ko + kl > n || vo + vl > n || (hl != 0 && (ho + hl > n || !headers_ok(&b[ho as usize..(ho + hl) as usize]))) {
+            return Err(Error::new(format!(
+                "eddy: {}: malformed: record {} has a range outside the {}-byte batch or bad headers",
+                what, i, n
+            )));
+        }
+    }
+    Ok(Batch { b, count: count as usize })
+}
+
+fn begin() {
+    unsafe { FAILED = false };
+}
+
+// --- operators ---
+
+pub fn open_operator<T: Operator + 'static>(ptr: i32, len: i32) -> i32 {
+    open_with(ptr, len, T::open)
+}
+
+pub fn process_operator<T: Operator + 'static>(ptr: i32, len: i32) -> i32 {
+    begin();
+    status((|| {
+        let b = batch("batch", "input batch", ptr, len)?;
+        let t = op::<T>()?;
+        let out = emitter();
+        for i in 0..b.count {
+            t.process(&b.record(i), out)?;
+        }
+        Ok(())
+    })())
+}
+
+pub fn close_operator<T: Operator + 'static>() -> i32 {
+    begin();
+    status(op::<T>().and_then(|t| t.close(emitter())))
+}
+
+// --- keyed operators ---
+
+pub fn open_keyed<T: KeyedOperator + 'static>(ptr: i32, len: i32) -> i32 {
+    open_with(ptr, len, |cfg| T::open(cfg, &mut Declare::new()))
+}
+
+pub fn process_keyed<T: KeyedOperator + 'static>(ptr: i32, len: i32) -> i32 {
+    begin();
+    let r = (|| {
+        let b = batch("batch", "input batch", ptr, len)?;
+        let t = op::<T>()?;
+        let ctx = Context::get();
+        for i in 0..b.count {
+            let r = b.record(i);
+            set_key(r.key);
+            t.process(&r, ctx)?;
+        }
+        Ok(())
+    })();
+    set_key(&[]);
+    status(r)
+}
+
+pub fn timer_keyed<T: KeyedOperator + 'static>(ptr: i32, len: i32) -> i32 {
+    begin();
+    let r = (|| {
+        let b = batch("timer batch", "timer batch", ptr, len)?;
+        let t = op::<T>()?;
+        let ctx = Context::get();
+        for i in 0..b.count {
+            let r = b.record(i);
+            let domain = match r.value {
+                [0] => TimeDomain::EventTime,
+                [1] => TimeDomain::ProcessingTime,
+                _ => {
+                    return Err(Error::new(format!(
+                        "eddy: timer batch: a timer's value has {} bytes (first {}), want one byte: 0 (event time) or 1 (processing time)",
+                        r.value.len(),
+                        r.value.first().map_or(-1, |&b| b as i32)
+                    )))
+                }
+            };
+            set_key(r.key);
+            t.on_timer(&Timer { domain, timestamp: r.timestamp }, ctx)?;
+        }
+        Ok(())
+    })();
+    set_key(&[]);
+    status(r)
+}
+
+pub fn close_keyed<T: KeyedOperator + 'static>() -> i32 {
+    begin();
+    status(op::<T>().and_then(|t| t.close(emitter())))
+}
+
+// --- aggregates ---
+
+static mut FOLDS: [Vec<u8>; 2] = [Vec::new(), Vec::new()];
+
+fn emit_value(v: &[u8]) -> Result<(), Error> {
+    emitter().emit_kv(&[], v, NO_TIMESTAMP)
+}
+
+pub fn open_aggregate<T: Aggregate + 'static>(ptr: i32, len: i32) -> i32 {
+    open_with(ptr, len, T::open)
+}
+
+/// An aggregate module is not an operator: say so rather than leave the
+/// host to report a missing export, as the Go and C SDKs do.
+pub fn process_aggregate() -> i32 {
+    begin();
+    failed(Error::new("aggregate: this module is an aggregate module (it is exported with eddy::aggregate!), not an operator: use it as a window node's aggregate, which calls eddy_agg_add, not eddy_process"))
+}
+
+pub fn agg_create<T: Aggregate + 'static>() -> i32 {
+    begin();
+    status((|| {
+        let t = op::<T>()?;
+        let acc = unsafe { &mut FOLDS[0] };
+        acc.clear();
+        t.create(acc)?;
+        emit_value(acc)
+    })())
+}
+
+/// `eddy_agg_add` and `eddy_agg_merge`: each group (ABI.md "Aggregate
+/// modules") folds into one of two buffers in turn, the previous
+/// accumulator being read from the other one.
+pub fn agg_fold<T: Aggregate + 'static>(ptr: i32, len: i32, merging: bool) -> i32 {
+    begin();
+    let name = if merging { "eddy_agg_merge" } else { "eddy_agg_add" };
+    status((|| {
+        let range = if merging { "eddy_agg_merge batch" } else { "eddy_agg_add batch" };
+        let b = batch(range, range, ptr, len)?;
+        let t = op::<T>()?;
+        let folds = unsafe { &mut FOLDS };
+        let mut i = 0;
+        while i < b.count {
+            let h = b.record(i);
+            if h.key.len() != GROUP_HEADER_KEY_LEN {
+                return Err(Error::new(format!(
+                    "aggregate: {}: record {} should be a group header, with a {}-byte key, but its key has {} bytes",
+                    name,
+                    i,
+                    GROUP_HEADER_KEY_LEN,
+                    h.key.len()
+                )));
+            }
+            let n = get32(h.key, 0) as usize;
+            if n > b.count - i - 1 {
+                return Err(Error::new(format!(
+                    "aggregate: {}: the group header at record {} announces {} records, but only {} follow",
+                    name,
+                    i,
+                    n,
+                    b.count - i - 1
+                )));
+            }
+            // cur: which buffer holds the accumulator; None: the header.
+            let mut cur: Option<usize> = None;
+            for m in 1..=n {
+                let r = b.record(i + m);
+                let w = cur.map_or(0, |c| c ^ 1);
+                let (a, b2) = folds.split_at_mut(1);
+                let (dst, src) = if w == 0 { (&mut a[0], &b2[0]) } else { (&mut b2[0], &a[0]) };
+                let acc: &[u8] = if cur.is_some() { src } else { h.value };
+                dst.clear();
+                if merging {
+                    t.merge(acc, r.value, dst)?;
+                } else {
+                    t.add(acc, &r, dst)?;
+                }
+                cur = Some(w);
+            }
+            match cur {
+                Some(c) => emit_value(&folds[c])?,
+                None => emit_value(h.value)?,
+            }
+            i += n + 1;
+        }
+        Ok(())
+    })())
+}
+
+pub fn agg_result<T: Aggregate + 'static>(ptr: i32, len: i32) -> i32 {
+    begin();
+    status((|| {
+        let b = batch("eddy_agg_result batch", "eddy_agg_result batch", ptr, len)?;
+        let t = op::<T>()?;
+        let out = unsafe { &mut FOLDS[0] };
+        for i in 0..b.count {
+            out.clear();
+            t.result(b.record(i).value, out)?;
+            emit_value(out)?;
+        }
+        Ok(())
+    })())
+}
+
+pub fn close_aggregate<T: Aggregate + 'static>() -> i32 {
+    begin();
+    status(op::<T>().and_then(|t| t.close()))
+}
+
+// --- window functions ---
+
+pub fn open_window<T: WindowFunction + 'static>(ptr: i32, len: i32) -> i32 {
+    open_with(ptr, len, T::open)
+}
+
+pub fn process_window<T: WindowFunction + 'static>(ptr: i32, len: i32) -> i32 {
+    begin();
+    status((|| {
+        let b = batch("batch", "input batch", ptr, len)?;
+        if b.count == 0 {
+            return Err(Error::new("window: an empty batch: a window function's batch starts with the window's descriptor; is the module used as a window node's apply?"));
+        }
+        let d = b.record(0);
+        if d.value.len() != WINDOW_DESCRIPTOR_LEN {
+            return Err(Error::new(format!(
+                "window: record 0 is not a window descriptor: its value has {} bytes, want {}; is the module used as a window node's apply?",
+                d.value.len(),
+                WINDOW_DESCRIPTOR_LEN
+            )));
+        }
+        let w = Window { key: d.key, start: get64(d.value, 0), end: get64(d.value, 8) };
+        let elems: Vec<Record<'_>> = (1..b.count).map(|i| b.record(i)).collect();
+        op::<T>()?.apply(&w, &elems, emitter())
+    })())
+}
+
+pub fn close_window<T: WindowFunction + 'static>() -> i32 {
+    begin();
+    status(op::<T>().and_then(|t| t.close(emitter())))
+}
