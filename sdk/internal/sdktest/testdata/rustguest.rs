@@ -1,0 +1,58 @@
+//! A small keyed operator built with the Rust SDK for rust_test.go: its
+//! behaviour is chosen by each record's value, so that one module covers
+//! the SDK's failures, panics and state kinds through the real host.
+//!
+//!   panic   panics (the panic hook must turn it into the task's error)
+//!   unwrap  unwraps a None (a panic raised inside std)
+//!   fail    returns an Err
+//!   other   appends the value to a list state, counts it in a map state,
+//!           stores it in a value state of schema 1, and emits
+//!           "<list length>,<map entries>,<previous value's schema>,<watermark>"
+
+use eddy::{Context, Declare, KeyedOperator, ListState, MapState, Record, Result, ValueState};
+
+struct Guest {
+    seen: ListState<Vec<u8>>,
+    counts: MapState<Vec<u8>, u64>,
+    last: ValueState<Vec<u8>>,
+}
+
+impl KeyedOperator for Guest {
+    fn open(_config: &[u8], states: &mut Declare) -> Result<Guest> {
+        Ok(Guest {
+            seen: states.list("seen", 0),
+            counts: states.map("counts", 0),
+            last: states.value_with_schema("last", 0, 1),
+        })
+    }
+
+    fn process(&mut self, r: &Record<'_>, ctx: &mut Context) -> Result {
+        match r.value {
+            b"panic" => panic!("rustguest: the record asked for a panic"),
+            b"unwrap" => {
+                let none: Option<u8> = None;
+                none.unwrap();
+                Ok(())
+            }
+            b"fail" => Err("rustguest: refusing the record \"fail\"".into()),
+            v => {
+                let v = v.to_vec();
+                self.seen.append(ctx, &v);
+                let n = self.counts.get(ctx, &v)?.unwrap_or(0);
+                self.counts.put(ctx, &v, &(n + 1));
+                let schema = self.last.get_with_schema(ctx).map_or(-1, |(_, s)| s as i64);
+                self.last.put(ctx, &v);
+                let out = format!(
+                    "{},{},{},{}",
+                    self.seen.get(ctx)?.len(),
+                    self.counts.entries(ctx)?.len(),
+                    schema,
+                    ctx.watermark()
+                );
+                ctx.emit_kv(r.key, out.as_bytes(), r.timestamp)
+            }
+        }
+    }
+}
+
+eddy::keyed_operator!(Guest, schema);
