@@ -162,6 +162,7 @@ nodes:
 		{"(a) native Go", "native:projection"},
 		{"(b) C module", filepath.Join(root, "udfs/build/project-c.wasm")},
 		{"(c) Go module", filepath.Join(root, "udfs/build/project-go.wasm")},
+		{"(d) Rust module", filepath.Join(root, "udfs/build/project-rust.wasm")},
 	}
 	fmt.Printf("pipeline: generator(transactions) → projection → discard, %d records, parallelism 1, median of %d runs, GOMAXPROCS %d\n",
 		records, runs, runtime.GOMAXPROCS(0))
@@ -195,6 +196,7 @@ nodes:
 	}
 	fmt.Printf("  ratio b/a (C module / native)  %.2f\n", rates[1]/rates[0])
 	fmt.Printf("  ratio c/a (Go module / native) %.2f\n", rates[2]/rates[0])
+	fmt.Printf("  ratio d/a (Rust module / native) %.2f\n", rates[3]/rates[0])
 	return nil
 }
 
@@ -241,7 +243,7 @@ func benchOperatorOnly(root string, records, runs int) error {
 	}
 	native := &nativeProjection{p: p}
 	variants := []variant{{"(a) native Go", func(in, out *stream.Batch) error { return native.Process(ctx, in, out) }}}
-	for _, m := range []struct{ label, file string }{{"(b) C module", "project-c.wasm"}, {"(c) Go module", "project-go.wasm"}} {
+	for _, m := range []struct{ label, file string }{{"(b) C module", "project-c.wasm"}, {"(c) Go module", "project-go.wasm"}, {"(d) Rust module", "project-rust.wasm"}} {
 		mod, err := engine.Load(ctx, filepath.Join(root, "udfs/build", m.file))
 		if err != nil {
 			return err
@@ -282,5 +284,6 @@ func benchOperatorOnly(root string, records, runs int) error {
 	}
 	fmt.Printf("  ratio b/a (C module / native, throughput)  %.2f\n", perRecord[0]/perRecord[1])
 	fmt.Printf("  ratio c/a (Go module / native, throughput) %.2f\n", perRecord[0]/perRecord[2])
+	fmt.Printf("  ratio d/a (Rust module / native, throughput) %.2f\n", perRecord[0]/perRecord[3])
 	return nil
 }
