@@ -5,7 +5,9 @@
 // testdata/ckeyed.c), aggregate modules (aggguest/, testdata/cagg.c) and
 // window functions (windowguest/, testdata/cwindow.c). The tests build the
 // guests themselves (go build, and clang when it is installed), so they
-// need no committed fixtures.
+// need no committed fixtures. rust_test.go builds testdata/rustguest.rs
+// with sdk/rust (when Debian's rustc is installed) and runs it through the
+// real host package rather than the test host here.
 //
 // It holds no code for other packages; the example operators and their
 // fixtures live in udfs/.

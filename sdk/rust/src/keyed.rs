@@ -229,18 +229,15 @@ impl<T: Codec> ValueState<T> {
     }
 }
 
-fn split_lengths(b: &[u8], at: &mut usize) -> Result<&'static [u8]> {
+// The next `u32 len, bytes` of a list or map read (ABI.md, state_list).
+fn split_lengths<'b>(b: &'b [u8], at: &mut usize) -> Result<&'b [u8]> {
     let bad = || Error::new("eddy: the host returned a malformed list or map");
     if *at + 4 > b.len() {
         return Err(bad());
     }
     let n = crate::rt::get32(b, *at) as usize;
     *at += 4;
-    if *at + n > b.len() {
-        return Err(bad());
-    }
-    // b is the SDK's scratch buffer, which lives as long as the module.
-    let s = unsafe { std::slice::from_raw_parts(b.as_ptr().add(*at), n) };
+    let s = b.get(*at..*at + n).ok_or_else(bad)?;
     *at += n;
     Ok(s)
 }
