@@ -1,7 +1,7 @@
 // Package udfs holds the example operators ("user-defined functions") that
-// ship with Eddy, each written in Go and in C with the same algorithm so
-// that the two guest SDKs can be compared with each other and with native
-// Go:
+// ship with Eddy, each written in Go, in C and in Rust (<example>/rust,
+// with sdk/rust) with the same algorithm so that the guest SDKs can be
+// compared with each other and with native Go:
 //
 //   - project: a JSON field projector and filter (project/projection,
 //     project/go, project/c);
