@@ -44,7 +44,8 @@ func buildRust(t *testing.T) []byte {
 }
 
 // TestRustGuestThroughHost runs the Rust guest in the real host with keyed
-// state: list, map and schema-versioned value state, the watermark, an
+// state: list, map and schema-versioned value state, the watermark,
+// processing-time timers handed back through eddy_on_timer, close, an
 // Err, and panics, which must fail the task with the panic's message on
 // one line.
 func TestRustGuestThroughHost(t *testing.T) {
@@ -110,6 +111,28 @@ func TestRustGuestThroughHost(t *testing.T) {
 			t.Errorf("got %q, want %q", got, want)
 		}
 		i.SetWatermark(math.MinInt64)
+
+		// The timers the guest set come back through eddy_on_timer with
+		// their key, and see that key's state.
+		got = nil
+		timers := []abi.Record{
+			{Key: []byte("a"), Value: []byte{abi.TimerProcessingTime}, Timestamp: 4},
+			{Key: []byte("b"), Value: []byte{abi.TimerProcessingTime}, Timestamp: 3},
+		}
+		if err := i.OnTimers(timers, emit); err != nil {
+			t.Fatal(err)
+		}
+		want = []string{"a=timer:ProcessingTime:4:x", "b=timer:ProcessingTime:3:x"}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("timers: got %q, want %q", got, want)
+		}
+		got = nil
+		if err := i.Finish(emit); err != nil {
+			t.Fatal(err)
+		}
+		if want := "=closed:4"; len(got) != 1 || got[0] != want {
+			t.Errorf("close: got %q, want %q", got, want)
+		}
 	})
 
 	for _, tc := range []struct{ value, want string }{

@@ -8,13 +8,18 @@
 //!   other   appends the value to a list state, counts it in a map state,
 //!           stores it in a value state of schema 1, and emits
 //!           "<list length>,<map entries>,<previous value's schema>,<watermark>"
+//!           and sets a processing-time timer at the record's timestamp
+//!
+//! A timer emits "timer:<domain>:<time>:<the key's last value>"; close emits
+//! "closed:<records processed>".
 
-use eddy::{Context, Declare, KeyedOperator, ListState, MapState, Record, Result, ValueState};
+use eddy::{Context, Declare, Emitter, KeyedOperator, ListState, MapState, Record, Result, TimeDomain, Timer, ValueState};
 
 struct Guest {
     seen: ListState<Vec<u8>>,
     counts: MapState<Vec<u8>, u64>,
     last: ValueState<Vec<u8>>,
+    processed: u64,
 }
 
 impl KeyedOperator for Guest {
@@ -23,6 +28,7 @@ impl KeyedOperator for Guest {
             seen: states.list("seen", 0),
             counts: states.map("counts", 0),
             last: states.value_with_schema("last", 0, 1),
+            processed: 0,
         })
     }
 
@@ -36,6 +42,8 @@ impl KeyedOperator for Guest {
             }
             b"fail" => Err("rustguest: refusing the record \"fail\"".into()),
             v => {
+                self.processed += 1;
+                ctx.register_timer(TimeDomain::ProcessingTime, r.timestamp);
                 let v = v.to_vec();
                 self.seen.append(ctx, &v);
                 let n = self.counts.get(ctx, &v)?.unwrap_or(0);
@@ -52,6 +60,17 @@ impl KeyedOperator for Guest {
                 ctx.emit_kv(r.key, out.as_bytes(), r.timestamp)
             }
         }
+    }
+
+    fn on_timer(&mut self, t: &Timer, ctx: &mut Context) -> Result {
+        let last = self.last.get(ctx)?.unwrap_or_default();
+        let out = format!("timer:{:?}:{}:{}", t.domain, t.timestamp, String::from_utf8_lossy(&last));
+        let key = ctx.key().to_vec();
+        ctx.emit_kv(&key, out.as_bytes(), t.timestamp)
+    }
+
+    fn close(&mut self, out: &mut Emitter) -> Result {
+        out.emit_kv(b"", format!("closed:{}", self.processed).as_bytes(), eddy::NO_TIMESTAMP)
     }
 }
 
