@@ -115,7 +115,7 @@ func runCase(t *testing.T, mod *host.Module, file string) {
 		t.Fatalf("%s: %v", file, err)
 	}
 	got := records(out)
-	if !slices.Equal(got, v.Output) {
+	if !sameRecords(got, v.Output) {
 		t.Errorf("%s: output differs\n got: %s\nwant: %s", file, show(got), show(v.Output))
 	}
 }

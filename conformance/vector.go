@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"time"
 
+	"github.com/eddy-stream/eddy/abi"
 	"github.com/eddy-stream/eddy/dataflow/localrun"
 )
 
@@ -32,18 +34,20 @@ type Vector struct {
 
 // Event is a record (Value set) or a watermark (Watermark set).
 type Event struct {
-	Key       *string `json:"key,omitempty"`
-	Value     *string `json:"value,omitempty"`
-	Timestamp int64   `json:"timestamp,omitempty"`
-	Watermark *int64  `json:"watermark,omitempty"`
+	Key   *string `json:"key,omitempty"`
+	Value *string `json:"value,omitempty"`
+	// Timestamp left out is a record without event time.
+	Timestamp *int64 `json:"timestamp,omitempty"`
+	Watermark *int64 `json:"watermark,omitempty"`
 }
 
 // Record is an output record; values are strings so that every byte is
 // compared.
 type Record struct {
-	Key       string `json:"key"`
-	Value     string `json:"value"`
-	Timestamp int64  `json:"timestamp"`
+	Key   string `json:"key"`
+	Value string `json:"value"`
+	// Timestamp left out is a record without event time.
+	Timestamp *int64 `json:"timestamp,omitempty"`
 }
 
 // Load reads a vector file, refusing unknown fields so that a typo is not
@@ -79,7 +83,10 @@ func (v *Vector) events() []localrun.Event {
 			out = append(out, localrun.Event{Watermark: &wm})
 			continue
 		}
-		r := &localrun.Record{Value: []byte(*e.Value), Timestamp: e.Timestamp}
+		r := &localrun.Record{Value: []byte(*e.Value), Timestamp: abi.NoTimestamp}
+		if e.Timestamp != nil {
+			r.Timestamp = *e.Timestamp
+		}
 		if e.Key != nil {
 			r.Key = []byte(*e.Key)
 		}
@@ -107,7 +114,20 @@ func (v *Vector) config() (localrun.Config, error) {
 func records(rs []localrun.Record) []Record {
 	out := make([]Record, 0, len(rs))
 	for _, r := range rs {
-		out = append(out, Record{Key: string(r.Key), Value: string(r.Value), Timestamp: r.Timestamp})
+		rec := Record{Key: string(r.Key), Value: string(r.Value)}
+		if r.Timestamp != abi.NoTimestamp {
+			ts := r.Timestamp
+			rec.Timestamp = &ts
+		}
+		out = append(out, rec)
 	}
 	return out
+}
+
+// sameRecords compares two outputs field by field, timestamps by value.
+func sameRecords(a, b []Record) bool {
+	return slices.EqualFunc(a, b, func(x, y Record) bool {
+		return x.Key == y.Key && x.Value == y.Value &&
+			(x.Timestamp == nil) == (y.Timestamp == nil) && (x.Timestamp == nil || *x.Timestamp == *y.Timestamp)
+	})
 }
