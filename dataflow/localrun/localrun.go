@@ -192,7 +192,7 @@ func Run(ctx context.Context, c Config, events []Event) ([]Record, error) {
 	backends := &memBackends{}
 	defer backends.close()
 	job, err := dataflow.NewJob(ctx, spec, dataflow.Options{
-		Connectors: connectors{source: events, sink: sink},
+		Connectors: connectors{source: events, perRecord: c.EventTimeField != "", sink: sink},
 		LoadModule: func(_ context.Context, ref string) (*host.Module, error) {
 			if ref != moduleRef {
 				return nil, fmt.Errorf("localrun: unknown module %q", ref)
@@ -214,12 +214,13 @@ func Run(ctx context.Context, c Config, events []Event) ([]Record, error) {
 
 // connectors hands the job its replaying source and capturing sink.
 type connectors struct {
-	source []Event
-	sink   *captureSink
+	source    []Event
+	perRecord bool
+	sink      *captureSink
 }
 
 func (c connectors) NewSource(*jobspec.SourceSpec, string) (stream.Source, error) {
-	return &replaySource{events: c.source}, nil
+	return &replaySource{events: c.source, perRecord: c.perRecord}, nil
 }
 
 func (c connectors) NewSink(*jobspec.SinkSpec, string) (stream.Sink, error) {
@@ -229,11 +230,17 @@ func (c connectors) NewSink(*jobspec.SinkSpec, string) (stream.Sink, error) {
 // replaySource hands out the records up to the next watermark event per
 // Next call and then reports that watermark (stream.WatermarkSource), so
 // the watermark reaches the module after exactly those records.
+//
+// With perRecord (event time from a field), each Next hands out one
+// record, so that the watermark the task derives follows every record, as
+// if each had come in a batch of its own: which records are late then
+// depends on the input alone, not on how a batch happened to be cut.
 type replaySource struct {
-	events []Event
-	next   int
-	wm     int64
-	hasWM  bool
+	events    []Event
+	perRecord bool
+	next      int
+	wm        int64
+	hasWM     bool
 }
 
 func (s *replaySource) Open(context.Context, stream.TaskInfo) error { return nil }
@@ -241,6 +248,9 @@ func (s *replaySource) Close() error                                { return nil
 
 func (s *replaySource) Next(_ context.Context, b *stream.Batch, max int) error {
 	s.hasWM = false
+	if s.perRecord {
+		max = 1
+	}
 	for s.next < len(s.events) && b.Len() < max {
 		e := s.events[s.next]
 		if e.Watermark != nil {
