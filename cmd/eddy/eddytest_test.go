@@ -11,7 +11,8 @@ import (
 )
 
 // TestEddyTest runs the built binary's `eddy test` on the committed
-// fixtures: output, --expect, failures and the guest's log lines.
+// fixtures: output (compared exactly, none when stdout is ""), --expect,
+// --events, failures and the guest's log lines.
 func TestEddyTest(t *testing.T) {
 	root := repoRoot(t)
 	fixture := func(name string) string { return filepath.Join(root, "udfs", "build", name+".wasm") }
@@ -41,7 +42,7 @@ func TestEddyTest(t *testing.T) {
 		args       []string
 		stdin      string
 		code       int
-		stdout     string   // exact, when set
+		stdout     string   // exact
 		stderrHas  []string // each must appear
 		stderrLine bool     // stderr is one line
 	}{
@@ -108,6 +109,27 @@ func TestEddyTest(t *testing.T) {
 			name: "bad window", args: []string{fixture("top-n-c"), "--key-by", "card", "--window", "hopping 1m", "--cache-dir", ""},
 			code: 1, stderrLine: true, stderrHas: []string{`window "hopping 1m": want 'tumbling SIZE'`},
 		},
+		{
+			// The watermark at 5000 fires c1's cleanup timer (1000 + 1000)
+			// before the late FR record: no alert; without it, one.
+			name: "explicit watermark", args: []string{fixture("country-change-go"), "--events", "--key-by", "record_key", "--config", `{"window_ms":1000}`, "--cache-dir", ""},
+			stdin: `{"key":"c1","value":{"card":"c1","country":"DE"},"timestamp":1000}
+{"watermark":5000}
+{"key":"c1","value":"{\"card\":\"c1\",\"country\":\"FR\"}","timestamp":1500}
+`,
+			stdout: "",
+		},
+		{
+			name: "no watermark", args: []string{fixture("country-change-go"), "--events", "--key-by", "record_key", "--config", `{"window_ms":1000}`, "--cache-dir", ""},
+			stdin: `{"key":"c1","value":{"card":"c1","country":"DE"},"timestamp":1000}
+{"key":"c1","value":"{\"card\":\"c1\",\"country\":\"FR\"}","timestamp":1500}
+`,
+			stdout: `{"key":"c1","value":{"card":"c1","from":"DE","to":"FR","gap_ms":500,"ts":1500},"timestamp":1500}` + "\n",
+		},
+		{
+			name: "bad event line", args: []string{fixture("project-c"), "--events", "--cache-dir", ""}, stdin: "{\"value\":1}\n{\"watermark\":1,\"key\":\"k\"}\n",
+			code: 1, stderrLine: true, stderrHas: []string{"input stdin:2: a watermark event has no key, value or timestamp"},
+		},
 		{name: "no module", args: []string{"--key-by", "x"}, code: 2, stderrHas: []string{"which module?"}},
 		{name: "missing input", args: []string{fixture("project-c"), "--input", filepath.Join(dir, "nope.jsonl")}, code: 1, stderrHas: []string{"input: open"}},
 	} {
@@ -127,10 +149,8 @@ func TestEddyTest(t *testing.T) {
 			if code != tc.code {
 				t.Fatalf("exit code %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.code, stdout.String(), stderr.String())
 			}
-			if tc.stdout != "" || tc.code != 0 {
-				if got := stdout.String(); tc.stdout != "" && got != tc.stdout {
-					t.Errorf("stdout:\n%s\nwant:\n%s", got, tc.stdout)
-				}
+			if got := stdout.String(); got != tc.stdout {
+				t.Errorf("stdout:\n%s\nwant:\n%s", got, tc.stdout)
 			}
 			for _, want := range tc.stderrHas {
 				if !strings.Contains(stderr.String(), want) {

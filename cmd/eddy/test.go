@@ -24,7 +24,9 @@ Runs one operator module locally over JSON-lines input, through the same
 host and operator semantics as a job (keyed state, timers fired by
 watermarks, windows, the end of input), and prints what it emits, one
 record a line: {"key":…,"value":…,"timestamp":…} (value as JSON when it
-is JSON, else as a string; key and timestamp left out when absent). The
+is JSON, else as a string; key and timestamp left out when absent);
+with --events, input lines are records in that format too, or explicit
+watermarks {"watermark":MS}. The
 guest's log lines go to stderr. A trap or a failure prints the job's
 one-line error and exits 1; --expect FILE compares the output with FILE
 (the same format; whitespace in values aside) and exits 1 on a difference.
@@ -51,6 +53,7 @@ func cmdTest(args []string, stdout, stderr io.Writer) error {
 		config   = fs.String("config", "{}", "the module's configuration, a JSON object")
 		win      = fs.String("window", "", "run in a window: 'tumbling 1m', 'sliding 10m 1m', 'session 30s' or 'global 100' (aggregate modules and window functions)")
 		expect   = fs.String("expect", "", "compare the output with this JSON-lines file; a difference exits 1")
+		asEvents = fs.Bool("events", false, `input lines are events: {"key":…,"value":…,"timestamp":…} records (a string value is its text, other JSON as it is) or {"watermark":MS}`)
 		cacheDir = fs.String("cache-dir", defaultCacheDir(), "directory of the compiled-module cache (\"\" for none)")
 	)
 	// The module comes first (eddy test MODULE.wasm --flags) or after the
@@ -80,7 +83,7 @@ func cmdTest(args []string, stdout, stderr io.Writer) error {
 	if *evtTime == "" && *ooo != 0 {
 		return usageError{errors.New("--max-out-of-orderness needs --event-time")}
 	}
-	events, err := readTestInput(*input)
+	events, err := readTestInput(*input, *asEvents)
 	if err != nil {
 		return err
 	}
@@ -135,8 +138,9 @@ func cmdTest(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// readTestInput reads one record value a line; blank lines are skipped.
-func readTestInput(path string) ([]localrun.Event, error) {
+// readTestInput reads one record value a line, or with events one event
+// a line (testEvent); blank lines are skipped.
+func readTestInput(path string, events bool) ([]localrun.Event, error) {
 	var r io.Reader = os.Stdin
 	name := "stdin"
 	if path != "-" {
@@ -149,18 +153,64 @@ func readTestInput(path string) ([]localrun.Event, error) {
 	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	var events []localrun.Event
-	for sc.Scan() {
+	var out []localrun.Event
+	for n := 1; sc.Scan(); n++ {
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
 			continue
 		}
-		events = append(events, localrun.Event{Record: &localrun.Record{Value: append([]byte{}, line...), Timestamp: abi.NoTimestamp}})
+		if !events {
+			out = append(out, localrun.Event{Record: &localrun.Record{Value: append([]byte{}, line...), Timestamp: abi.NoTimestamp}})
+			continue
+		}
+		e, err := parseTestEvent(line)
+		if err != nil {
+			return nil, fmt.Errorf("input %s:%d: %w", name, n, err)
+		}
+		out = append(out, e)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("input %s: %w", name, err)
 	}
-	return events, nil
+	return out, nil
+}
+
+// testEvent is an input line of --events.
+type testEvent struct {
+	Key       *string         `json:"key"`
+	Value     json.RawMessage `json:"value"`
+	Timestamp *int64          `json:"timestamp"`
+	Watermark *int64          `json:"watermark"`
+}
+
+func parseTestEvent(line []byte) (localrun.Event, error) {
+	dec := json.NewDecoder(bytes.NewReader(line))
+	dec.DisallowUnknownFields()
+	var te testEvent
+	if err := dec.Decode(&te); err != nil {
+		return localrun.Event{}, fmt.Errorf(`not an event {"key":…,"value":…,"timestamp":…} or {"watermark":MS}: %w`, err)
+	}
+	if te.Watermark != nil {
+		if te.Value != nil || te.Key != nil || te.Timestamp != nil {
+			return localrun.Event{}, errors.New("a watermark event has no key, value or timestamp")
+		}
+		return localrun.Event{Watermark: te.Watermark}, nil
+	}
+	if te.Value == nil {
+		return localrun.Event{}, errors.New(`the event has neither "value" nor "watermark"`)
+	}
+	r := &localrun.Record{Value: []byte(te.Value), Timestamp: abi.NoTimestamp}
+	var text string
+	if json.Unmarshal(te.Value, &text) == nil {
+		r.Value = []byte(text)
+	}
+	if te.Key != nil {
+		r.Key = []byte(*te.Key)
+	}
+	if te.Timestamp != nil {
+		r.Timestamp = *te.Timestamp
+	}
+	return localrun.Event{Record: r}, nil
 }
 
 // testRecord is the printed form of an output record.
