@@ -163,3 +163,33 @@ func TestEddyTest(t *testing.T) {
 		})
 	}
 }
+
+// FuzzTestInputLine: an input line of --events and a line of an --expect
+// file are read from the user: any bytes give an event or a one-line
+// error, never a panic, and a normalized expected line normalizes to
+// itself.
+func FuzzTestInputLine(f *testing.F) {
+	for _, s := range []string{
+		`{"key":"c1","value":{"a":1},"timestamp":1000}`, `{"watermark":5}`, `{"value":"text"}`,
+		`{"value":null}`, `{"watermark":1,"key":"k"}`, `{"key":1}`, `[]`, `{"value":{"a":1}} x`,
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, line []byte) {
+		if e, err := parseTestEvent(line); err != nil {
+			if strings.Contains(err.Error(), "\n") {
+				t.Fatalf("error is not one line: %q", err)
+			}
+		} else if (e.Record == nil) == (e.Watermark == nil) {
+			t.Fatalf("%q: event %+v is neither a record nor a watermark", line, e)
+		}
+		n, err := normalizeLine(line)
+		if err != nil {
+			return
+		}
+		again, err := normalizeLine([]byte(n))
+		if err != nil || again != n {
+			t.Fatalf("%q normalizes to %q, which normalizes to %q, %v", line, n, again, err)
+		}
+	})
+}
