@@ -24,12 +24,12 @@ Runs one operator module locally over JSON-lines input, through the same
 host and operator semantics as a job (keyed state, timers fired by
 watermarks, windows, the end of input), and prints what it emits, one
 record a line: {"key":…,"value":…,"timestamp":…} (value as JSON when it
-is JSON, else as a string; key and timestamp left out when absent);
-with --events, input lines are records in that format too, or explicit
-watermarks {"watermark":MS}. The
-guest's log lines go to stderr. A trap or a failure prints the job's
-one-line error and exits 1; --expect FILE compares the output with FILE
-(the same format; whitespace in values aside) and exits 1 on a difference.
+is JSON, else as a string; key and timestamp left out when absent).
+Input lines are record values; with --events they are records in the
+output's format or explicit watermarks {"watermark":MS}. The guest's log
+lines go to stderr. A trap or a failure prints the job's one-line error
+and exits 1; --expect FILE compares the output with FILE (the same
+format; spacing inside values aside) and exits 1 on a difference.
 
 flags:
 `
