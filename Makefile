@@ -43,7 +43,8 @@ test:
 ## detector.
 RACE_PKGS := ./abi/... ./proto/... ./internal/... ./scheduler/... ./state/... ./storage/... ./connectors/... \
 	./dataflow/ ./dataflow/jobspec/ ./dataflow/stream/ ./dataflow/checkpoint/ \
-	./host/ ./host/internal/wasmbin/ ./host/internal/wasmcheck/
+	./host/ ./host/internal/wasmbin/ ./host/internal/wasmcheck/ \
+	./dataflow/localrun/
 test-race:
 	EDDY_VERSITYGW="$${EDDY_VERSITYGW:-$$( [ "$${EDDY_SKIP_S3:-}" = 1 ] || scripts/versitygw.sh)}" \
 		$(GO) test -race -short -count=1 -timeout 20m $(RACE_PKGS)

@@ -438,6 +438,7 @@ func (t *task) runSource(ctx context.Context) error {
 		clock = newSplitClock(ooo, idle)
 	}
 	pending, _ := t.source.(stream.PendingReporter)
+	ws, _ := t.source.(stream.WatermarkSource)
 	// The source batch is reused when a stage consumes it synchronously;
 	// when the chain is just the source it is sent downstream, so fresh.
 	var reuse *stream.Batch
@@ -533,6 +534,13 @@ func (t *task) runSource(ctx context.Context) error {
 			t.idleSent = true
 			if err := t.broadcast(ctx, message{kind: msgIdle}); err != nil {
 				return err
+			}
+		}
+		if ws != nil {
+			if wm, ok := ws.Watermark(); ok && wm > t.wm {
+				if err := t.advanceWatermark(ctx, wm); err != nil {
+					return err
+				}
 			}
 		}
 		if errors.Is(err, io.EOF) {

@@ -29,6 +29,7 @@ const usage = `eddy — stateful stream processing with WebAssembly operators
 usage:
   eddy run [flags] JOB.yaml       run a job on an embedded standalone cluster until it ends (bounded) or is interrupted
   eddy validate [flags] JOB.yaml  check a job spec and load and validate its modules
+  eddy test MODULE.wasm [flags]   run one module locally over JSON lines (--key-by, --event-time, --window, --expect)
 
   eddy standalone [flags]         a coordinator and a worker in one process
   eddy coordinator [flags]        a coordinator (Raft member): --bootstrap the first, --join the others
@@ -69,6 +70,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdRun(args[1:], stdout, stderr)
 	case "validate":
 		err = cmdValidate(args[1:], stdout, stderr)
+	case "test":
+		err = cmdTest(args[1:], stdout, stderr)
 	case "coordinator":
 		err = cmdCoordinator(args[1:], stdout, stderr)
 	case "worker":

@@ -222,6 +222,16 @@ type PendingReporter interface {
 	PendingRecords() (n int64, known bool)
 }
 
+// WatermarkSource is implemented by sources that say the watermark
+// themselves, in place of or on top of the one event_time derives: the
+// local harness (dataflow/localrun) replays a test's explicit watermarks
+// so that they reach the operators exactly between the records they
+// follow. The task asks after every Next, from its goroutine; a value not
+// above the task's watermark changes nothing.
+type WatermarkSource interface {
+	Watermark() (wm int64, ok bool)
+}
+
 // Sink consumes the records of one parallel instance of a sink node.
 type Sink interface {
 	Open(ctx context.Context, info TaskInfo) error

@@ -1,0 +1,341 @@
+// Package localrun is the local harness of one operator module: it runs a
+// module over a scripted sequence of events — records, watermarks, the end
+// of input — and returns what the module emitted. It is what `eddy test`
+// and the conformance suite (testdata/conformance) run on.
+//
+// It does not simulate the engine: it plans a real dataflow.Job of three
+// nodes (a source replaying the events, the module's node, a sink that
+// captures) and runs it, so keyed state, timers fired by watermarks,
+// windows and the end of input behave exactly as in a deployed job. It is
+// not for running jobs of several modules (that is `eddy run`).
+package localrun
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/eddy-stream/eddy/dataflow"
+	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
+	"github.com/eddy-stream/eddy/dataflow/window"
+	"github.com/eddy-stream/eddy/host"
+	"github.com/eddy-stream/eddy/state"
+)
+
+// Record is one input or output record.
+type Record struct {
+	Key       []byte
+	Value     []byte
+	Timestamp int64
+}
+
+// Event is one step of a run: exactly one of Record or Watermark.
+type Event struct {
+	Record *Record
+	// Watermark moves event time to *Watermark after the records before
+	// it (a watermark not above the current one changes nothing).
+	Watermark *int64
+}
+
+// Config says how the module runs.
+type Config struct {
+	// Module is the loaded module under test.
+	Module *host.Module
+	// ModuleConfig is the JSON object handed to eddy_open ("" or nil: {}).
+	ModuleConfig json.RawMessage
+	// KeyBy makes the module's node keyed: a top-level JSON field of the
+	// value or "record_key" (jobspec.RecordKey). Required with Window.
+	KeyBy string
+	// EventTimeField, when set, takes each record's timestamp from this
+	// JSON field and derives watermarks as a job's event_time does, with
+	// MaxOutOfOrderness.
+	EventTimeField    string
+	MaxOutOfOrderness time.Duration
+	// Window runs the module in a window node, in ParseWindow's syntax
+	// ("tumbling 1m", "sliding 10m 1m", "session 30s", "global 100"): an
+	// aggregate module as the aggregate, any other as the window function.
+	Window string
+	// Logger receives the job's log, the guest's output among it (nil:
+	// discarded).
+	Logger *slog.Logger
+}
+
+// Validate checks c before anything runs.
+func (c *Config) Validate() error {
+	if c.Module == nil {
+		return errors.New("localrun: no module")
+	}
+	if c.Window != "" && c.KeyBy == "" {
+		return errors.New("a window needs a key: add --key-by FIELD (or record_key)")
+	}
+	if c.Module.IsAggregate() && c.Window == "" {
+		return fmt.Errorf("module %s is an aggregate: it runs only in a window (add --window, e.g. 'tumbling 1m')", c.Module.Name())
+	}
+	if len(c.ModuleConfig) > 0 {
+		var obj map[string]any
+		if err := json.Unmarshal(c.ModuleConfig, &obj); err != nil {
+			return fmt.Errorf("config is not a JSON object: %w", err)
+		}
+	}
+	if c.MaxOutOfOrderness < 0 {
+		return errors.New("max out of orderness is negative")
+	}
+	return nil
+}
+
+// ParseWindow turns the short window syntax into the YAML flow mapping of
+// a job spec's window.
+func ParseWindow(s string) (string, error) {
+	f := strings.Fields(s)
+	bad := fmt.Errorf("window %q: want 'tumbling SIZE', 'sliding SIZE SLIDE', 'session GAP' or 'global COUNT'", s)
+	if len(f) == 0 {
+		return "", bad
+	}
+	dur := func(v string) (string, error) {
+		d, err := time.ParseDuration(v)
+		if err != nil || d <= 0 {
+			return "", fmt.Errorf("window %q: %q is not a positive duration such as 1m", s, v)
+		}
+		return d.String(), nil
+	}
+	switch {
+	case f[0] == "tumbling" && len(f) == 2:
+		size, err := dur(f[1])
+		return "{tumbling: " + size + "}", err
+	case f[0] == "sliding" && len(f) == 3:
+		size, err := dur(f[1])
+		if err != nil {
+			return "", err
+		}
+		slide, err := dur(f[2])
+		return "{sliding: {size: " + size + ", slide: " + slide + "}}", err
+	case f[0] == "session" && len(f) == 2:
+		gap, err := dur(f[1])
+		return "{session: {gap: " + gap + "}}", err
+	case f[0] == "global" && len(f) == 2:
+		var n int64
+		if _, err := fmt.Sscan(f[1], &n); err != nil || n <= 0 {
+			return "", fmt.Errorf("window %q: the count %q is not a positive integer", s, f[1])
+		}
+		return fmt.Sprintf("{global: {trigger: {count: %d}}}", n), nil
+	}
+	return "", bad
+}
+
+// moduleRef is the module's name in the harness's spec; LoadModule
+// resolves it to Config.Module.
+const moduleRef = "module-under-test"
+
+// spec writes the job of c as YAML, so that it goes through the same
+// parser and validation as a user's spec.
+func (c *Config) spec() (*jobspec.Spec, error) {
+	cfg := "{}"
+	if len(c.ModuleConfig) > 0 {
+		cfg = string(c.ModuleConfig)
+	}
+	backend := jobspec.BackendMemory // a test's state is small
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: eddy-test\nparallelism: 1\nbuffer_timeout: 0s\nstate_backend: %s\nnodes:\n", backend)
+	b.WriteString("  - name: input\n    source: {file: {path: events}}\n")
+	if c.EventTimeField != "" {
+		fmt.Fprintf(&b, "    event_time: {field: %q, max_out_of_orderness: %s}\n", c.EventTimeField, c.MaxOutOfOrderness)
+	}
+	b.WriteString("  - name: module\n    input: input\n")
+	if c.KeyBy != "" {
+		fmt.Fprintf(&b, "    key_by: %q\n", c.KeyBy)
+	}
+	wasm := fmt.Sprintf("{module: %s, config: %s}", moduleRef, cfg)
+	switch {
+	case c.Window == "":
+		fmt.Fprintf(&b, "    wasm: %s\n", wasm)
+	default:
+		w, err := ParseWindow(c.Window)
+		if err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(&b, "    window: %s\n", w)
+		if c.Module.IsAggregate() {
+			fmt.Fprintf(&b, "    aggregate: {wasm: %s}\n", wasm)
+		} else {
+			fmt.Fprintf(&b, "    aggregate: {apply: %s}\n", wasm)
+		}
+	}
+	b.WriteString("  - name: output\n    input: module\n    sink: {discard: {}}\n")
+	return jobspec.Parse([]byte(b.String()), "")
+}
+
+// Run runs c.Module over events until the end of input (the final
+// watermark is +∞, so every timer and window fires, as in a bounded job)
+// and returns its output in order. A trap or a failure of the module is
+// the job's error, whose text is the one line `eddy run` would print.
+func Run(ctx context.Context, c Config, events []Event) ([]Record, error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	spec, err := c.spec()
+	if err != nil {
+		return nil, fmt.Errorf("localrun: %w", err)
+	}
+	log := c.Logger
+	if log == nil {
+		log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	sink := &captureSink{}
+	backends := &memBackends{}
+	defer backends.close()
+	job, err := dataflow.NewJob(ctx, spec, dataflow.Options{
+		Connectors: connectors{source: events, perRecord: c.EventTimeField != "", sink: sink},
+		LoadModule: func(_ context.Context, ref string) (*host.Module, error) {
+			if ref != moduleRef {
+				return nil, fmt.Errorf("localrun: unknown module %q", ref)
+			}
+			return c.Module, nil
+		},
+		StateBackends:  backends.get,
+		WindowOperator: window.New,
+		Logger:         log,
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, err := job.Run(ctx); err != nil {
+		return sink.records(), err
+	}
+	return sink.records(), nil
+}
+
+// connectors hands the job its replaying source and capturing sink.
+type connectors struct {
+	source    []Event
+	perRecord bool
+	sink      *captureSink
+}
+
+func (c connectors) NewSource(*jobspec.SourceSpec, string) (stream.Source, error) {
+	return &replaySource{events: c.source, perRecord: c.perRecord}, nil
+}
+
+func (c connectors) NewSink(*jobspec.SinkSpec, string) (stream.Sink, error) {
+	return c.sink, nil
+}
+
+// replaySource hands out the records up to the next watermark event per
+// Next call and then reports that watermark (stream.WatermarkSource), so
+// the watermark reaches the module after exactly those records.
+//
+// With perRecord (event time from a field), each Next hands out one
+// record, so that the watermark the task derives follows every record, as
+// if each had come in a batch of its own: which records are late then
+// depends on the input alone, not on how a batch happened to be cut.
+type replaySource struct {
+	events    []Event
+	perRecord bool
+	next      int
+	wm        int64
+	hasWM     bool
+}
+
+func (s *replaySource) Open(context.Context, stream.TaskInfo) error { return nil }
+func (s *replaySource) Close() error                                { return nil }
+
+func (s *replaySource) Next(_ context.Context, b *stream.Batch, max int) error {
+	s.hasWM = false
+	if s.perRecord {
+		max = 1
+	}
+	for s.next < len(s.events) && b.Len() < max {
+		e := s.events[s.next]
+		if e.Watermark != nil {
+			if b.Len() > 0 {
+				return nil // the watermark waits for the next call
+			}
+			s.next++
+			s.wm, s.hasWM = *e.Watermark, true
+			return nil
+		}
+		s.next++
+		if r := e.Record; r != nil {
+			b.Add(r.Key, r.Value, r.Timestamp)
+		}
+	}
+	if s.next == len(s.events) {
+		return io.EOF
+	}
+	return nil
+}
+
+func (s *replaySource) Watermark() (int64, bool) {
+	if s.hasWM && s.wm == math.MaxInt64 {
+		return 0, false // +∞ is the end of input's, not a step's
+	}
+	return s.wm, s.hasWM
+}
+
+// captureSink keeps what reaches it, copied (a batch's bytes are reused).
+type captureSink struct {
+	mu  sync.Mutex
+	out []Record
+}
+
+func (s *captureSink) Open(context.Context, stream.TaskInfo) error { return nil }
+func (s *captureSink) Finish(context.Context) error                { return nil }
+func (s *captureSink) Close() error                                { return nil }
+
+func (s *captureSink) Write(_ context.Context, b *stream.Batch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range b.Records {
+		s.out = append(s.out, Record{
+			Key:       append([]byte{}, r.Key...),
+			Value:     append([]byte{}, r.Value...),
+			Timestamp: r.Timestamp,
+		})
+	}
+	return nil
+}
+
+func (s *captureSink) records() []Record {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Record(nil), s.out...)
+}
+
+// memBackends opens one in-memory state backend per run, so that runs
+// share nothing.
+type memBackends struct {
+	mu      sync.Mutex
+	backend state.Backend
+}
+
+func (m *memBackends) get(kind string) (state.Backend, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.backend != nil {
+		return m.backend, nil
+	}
+	if kind != jobspec.BackendMemory {
+		return nil, fmt.Errorf("localrun: state backend %q: the harness keeps state in memory", kind)
+	}
+	b, err := state.NewMemory(state.DefaultMemoryConfig())
+	if err != nil {
+		return nil, err
+	}
+	m.backend = b
+	return b, nil
+}
+
+func (m *memBackends) close() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.backend != nil {
+		_ = m.backend.Close()
+	}
+}
