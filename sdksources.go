@@ -11,6 +11,7 @@ package eddy
 
 import (
 	"embed"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -24,7 +25,10 @@ import (
 // into: go:embed reads the working directory, not git, so sdk/rust/target
 // or sdk/assemblyscript/node_modules would otherwise be embedded from a
 // developer's checkout. Adding a language is one go:embed line here and
-// one entry in sdkDirs.
+// one entry in sdkDirs; for AssemblyScript (whose templates cmd/eddy has):
+//
+//	//go:embed sdk/assemblyscript/package.json sdk/assemblyscript/package-lock.json sdk/assemblyscript/README.md sdk/assemblyscript/assembly
+//	"as": {"sdk/assemblyscript", "abi/ABI.md"},
 //
 //go:embed abi/ABI.md abi/abi.go abi/codec.go abi/jsonscan/jsonscan.go
 //go:embed sdk/go
@@ -112,4 +116,21 @@ func GoVersion() string {
 		}
 	}
 	return ""
+}
+
+// AssemblyScriptVersion is the version of the npm package assemblyscript
+// that the embedded AssemblyScript SDK pins (its package.json), which a
+// project pins too; "" when this binary carries no AssemblyScript SDK.
+func AssemblyScriptVersion() string {
+	b, err := sources.ReadFile("sdk/assemblyscript/package.json")
+	if err != nil {
+		return ""
+	}
+	var pkg struct {
+		DevDependencies map[string]string `json:"devDependencies"`
+	}
+	if json.Unmarshal(b, &pkg) != nil {
+		return ""
+	}
+	return pkg.DevDependencies["assemblyscript"]
 }

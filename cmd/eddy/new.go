@@ -28,21 +28,33 @@ import (
 //go:embed templates
 var templates embed.FS
 
-// newLang is what `eddy new` needs of a language beyond its templates.
+// newLang is what `eddy new` needs of a language beyond its templates
+// (templates/LANG/KIND/main.EXT.tmpl and the build files).
 type newLang struct {
-	title  string
-	source string // the operator's source file, NAME for the project's name
-	// ready is false for a language whose SDK is not embedded yet: eddy
-	// new refuses it with a line saying so instead of writing a project
-	// that cannot build.
+	title string
+	// source is the operator's source file in the project (NAME: the
+	// project's name), ext its template's extension.
+	source, ext string
+	// buildFiles are the project's build files, each from
+	// templates/LANG/FILE.tmpl.
+	buildFiles []string
+	// build and test are the commands the README gives.
+	build, test string
+	// ready is false for a language whose templates are not written yet:
+	// eddy new refuses it with a line saying so instead of writing a
+	// project that cannot build. A language is offered only when its SDK
+	// is embedded too (eddysdk.SDKLanguages).
 	ready bool
 }
 
 var newLangs = map[string]newLang{
-	"go":   {title: "Go", source: "main.go", ready: true},
-	"c":    {title: "C", source: "NAME.c", ready: true},
+	"go": {title: "Go", source: "main.go", ext: "go", buildFiles: []string{"Makefile", "go.mod"},
+		build: "make", test: "make test", ready: true},
+	"c": {title: "C", source: "NAME.c", ext: "c", buildFiles: []string{"Makefile"},
+		build: "make", test: "make test", ready: true},
+	"as": {title: "AssemblyScript", source: "assembly/index.ts", ext: "ts", buildFiles: []string{"package.json"},
+		build: "npm install && npm run build", test: "npm test", ready: true},
 	"rust": {title: "Rust"},
-	"as":   {title: "AssemblyScript"},
 }
 
 // newKind is one kind of module `eddy new` writes.
@@ -138,7 +150,7 @@ func cmdNew(args []string, stdout, stderr io.Writer) error {
 	if err := p.write(*dir); err != nil {
 		return err
 	}
-	fmt.Fprintf(stdout, "wrote %s (%s %s in %s): cd %s && make\n", *dir, p.LangTitle, p.KindTitle, p.Name, *dir)
+	fmt.Fprintf(stdout, "wrote %s, the %s %s %s: cd %s && %s\n", *dir, p.LangTitle, p.KindTitle, p.Name, *dir, p.BuildCmd)
 	return nil
 }
 
@@ -151,7 +163,9 @@ type project struct {
 	GoVersion            string
 	CSDK                 []string
 	CNote                string
-	source               string
+	BuildCmd, TestCmd    string
+	ASCVersion           string // the assemblyscript package the SDK pins
+	lang                 newLang
 }
 
 func newProject(name, lang, kind string) (*project, error) {
@@ -178,7 +192,9 @@ func newProject(name, lang, kind string) (*project, error) {
 		TestArgs:  k.testArgs,
 		GoVersion: eddysdk.GoVersion(),
 		CSDK:      k.cSDK, CNote: k.cNote,
-		source: strings.ReplaceAll(l.source, "NAME", name),
+		BuildCmd: l.build, TestCmd: l.test,
+		ASCVersion: eddysdk.AssemblyScriptVersion(),
+		lang:       l,
 	}, nil
 }
 
@@ -190,17 +206,17 @@ func (p *project) write(dir string) error {
 	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("new: %w", err)
 	}
+	source := strings.ReplaceAll(p.lang.source, "NAME", p.Name)
 	files := map[string]string{ // project path → template
-		p.source:                  path.Join("templates", p.Lang, p.Kind, path.Base(p.templateSource())),
-		"Makefile":                path.Join("templates", p.Lang, "Makefile.tmpl"),
+		source:                    path.Join("templates", p.Lang, p.Kind, "main."+p.lang.ext+".tmpl"),
 		"README.md":               "templates/README.md.tmpl",
 		".gitignore":              "templates/gitignore.tmpl",
 		"job.yaml":                path.Join("templates/vectors", p.Kind, "job.yaml.tmpl"),
 		"testdata/input.jsonl":    "templates/vectors/input.jsonl",
 		"testdata/expected.jsonl": path.Join("templates/vectors", p.Kind, "expected.jsonl"),
 	}
-	if p.Lang == "go" {
-		files["go.mod"] = "templates/go/go.mod.tmpl"
+	for _, f := range p.lang.buildFiles {
+		files[f] = path.Join("templates", p.Lang, f+".tmpl")
 	}
 	for dst, src := range files {
 		b, err := p.render(src)
@@ -224,14 +240,6 @@ func (p *project) write(dir string) error {
 		}
 	}
 	return nil
-}
-
-// templateSource is the template of the operator's source.
-func (p *project) templateSource() string {
-	if p.Lang == "go" {
-		return "main.go.tmpl"
-	}
-	return "main." + p.Lang + ".tmpl"
 }
 
 // render fills a template (a .tmpl file) or copies a file as it is.

@@ -5,71 +5,98 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+
+	eddysdk "github.com/eddy-stream/eddy"
 )
 
 // TestNewBuildsAndRuns scaffolds every language and kind eddy new offers
-// with the real binary, builds each project with its own Makefile,
+// with the real binary, builds each project with its own build file,
 // unchanged and with no network (GOPROXY=off, no repository around it),
 // and runs its test vector through the real host: `make test` (eddy test)
 // when this eddy has that command, else its job.yaml with eddy run, whose
 // output must be the vector's expected output.
 func TestNewBuildsAndRuns(t *testing.T) {
-	if _, err := exec.LookPath("make"); err != nil {
-		t.Skip("make is not installed")
-	}
 	hasTest := !strings.Contains(eddy(t, "test", "-h").stderr, `unknown command "test"`)
-	for _, lang := range []string{"go", "c"} {
-		if lang == "c" {
-			if _, err := exec.LookPath("clang"); err != nil {
-				t.Skip("clang is not installed (Debian: clang lld wasi-libc libclang-rt-14-dev-wasm32)")
+	// What builds a project and runs its vector through eddy test, per
+	// language: the commands its README gives.
+	steps := map[string]struct {
+		tools       []string
+		build, test [][]string
+	}{
+		"go": {[]string{"make"}, [][]string{{"make"}}, [][]string{{"make", "test", "EDDY=" + eddyBin}}},
+		"c":  {[]string{"make", "clang"}, [][]string{{"make"}}, [][]string{{"make", "test", "EDDY=" + eddyBin}}},
+		"as": {[]string{"npm"}, [][]string{{"npm", "install", "--no-audit", "--no-fund", "--prefer-offline"}, {"npm", "run", "build"}},
+			[][]string{{"npm", "test"}}},
+	}
+	for _, lang := range []string{"go", "c", "as", "rust"} {
+		t.Run(lang, func(t *testing.T) {
+			if !slices.Contains(eddysdk.SDKLanguages(), lang) {
+				t.Skipf("this eddy carries no %s SDK (TestNewRefuses checks that eddy new says so)", lang)
 			}
-		}
-		for _, kind := range []string{"operator", "keyed", "aggregate", "window"} {
-			t.Run(lang+"/"+kind, func(t *testing.T) {
-				name := "my-" + kind
-				dir := filepath.Join(t.TempDir(), name)
-				r := eddy(t, "new", name, "--lang", lang, "--kind", kind, "--dir", dir)
-				if r.code != 0 {
-					t.Fatalf("eddy new exited %d: %s", r.code, r.stderr)
+			st, ok := steps[lang]
+			if !ok {
+				t.Fatalf("the %s SDK is embedded, but this test does not know how to build its projects", lang)
+			}
+			for _, tool := range st.tools {
+				if _, err := exec.LookPath(tool); err != nil {
+					t.Skipf("%s is not installed", tool)
 				}
-				for _, f := range []string{"Makefile", "README.md", "job.yaml", "testdata/input.jsonl", "testdata/expected.jsonl"} {
-					if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
-						t.Errorf("the project has no %s: %v", f, err)
+			}
+			for _, kind := range []string{"operator", "keyed", "aggregate", "window"} {
+				t.Run(kind, func(t *testing.T) {
+					name := "my-" + kind
+					dir := filepath.Join(t.TempDir(), name)
+					r := eddy(t, "new", name, "--lang", lang, "--kind", kind, "--dir", dir)
+					if r.code != 0 {
+						t.Fatalf("eddy new exited %d: %s", r.code, r.stderr)
 					}
-				}
-				readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
-				if err != nil || !bytes.Contains(readme, []byte("-o "+name+".wasm")) {
-					t.Errorf("README.md does not give the build command (%v)", err)
-				}
-				makeIn(t, dir)
-				if r := eddy(t, "validate", filepath.Join(dir, "job.yaml")); r.code != 0 {
-					t.Fatalf("eddy validate job.yaml exited %d: %s", r.code, r.stderr)
-				}
-				if hasTest {
-					makeIn(t, dir, "test", "EDDY="+eddyBin)
-					return
-				}
-				if r := eddy(t, "run", filepath.Join(dir, "job.yaml")); r.code != 0 {
-					t.Fatalf("eddy run job.yaml exited %d: %s", r.code, r.stderr)
-				}
-				sameLines(t, filepath.Join(dir, "out/output.jsonl"), filepath.Join(dir, "testdata/expected.jsonl"))
-			})
-		}
+					for _, f := range []string{"README.md", "job.yaml", "testdata/input.jsonl", "testdata/expected.jsonl"} {
+						if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+							t.Errorf("the project has no %s: %v", f, err)
+						}
+					}
+					readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+					if err != nil || !bytes.Contains(readme, []byte("-o "+name+".wasm")) {
+						t.Errorf("README.md does not give the build command (%v)", err)
+					}
+					for _, cmd := range st.build {
+						runIn(t, dir, cmd...)
+					}
+					if r := eddy(t, "validate", filepath.Join(dir, "job.yaml")); r.code != 0 {
+						t.Fatalf("eddy validate job.yaml exited %d: %s", r.code, r.stderr)
+					}
+					if hasTest {
+						for _, cmd := range st.test {
+							runIn(t, dir, cmd...)
+						}
+						return
+					}
+					if r := eddy(t, "run", filepath.Join(dir, "job.yaml")); r.code != 0 {
+						t.Fatalf("eddy run job.yaml exited %d: %s", r.code, r.stderr)
+					}
+					sameLines(t, filepath.Join(dir, "out/output.jsonl"), filepath.Join(dir, "testdata/expected.jsonl"))
+				})
+			}
+		})
 	}
 }
 
-// makeIn runs make in dir, as an author would, away from the repository's
-// go.mod and without a module proxy: a scaffold that needed either would
-// fail here.
-func makeIn(t *testing.T, dir string, args ...string) {
+// runIn runs a build or test command in dir, as an author would: away from
+// the repository's go.mod and without a Go module proxy, so a scaffold
+// that needed either fails here. (npm may reach its registry, for the
+// AssemblyScript compiler.)
+func runIn(t *testing.T, dir string, args ...string) {
 	t.Helper()
-	cmd := exec.Command("make", append([]string{"-C", dir}, args...)...)
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), "GOPROXY=off", "GOFLAGS=", "GOWORK=off", "GOTOOLCHAIN=local",
-		"XDG_CACHE_HOME="+filepath.Join(os.TempDir(), "eddy-e2e-cache"))
+		"XDG_CACHE_HOME="+filepath.Join(os.TempDir(), "eddy-e2e-cache"),
+		"PATH="+filepath.Dir(eddyBin)+string(os.PathListSeparator)+os.Getenv("PATH")) // npm test's eddy
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("make %s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
+		t.Fatalf("%s in %s: %v\n%s", strings.Join(args, " "), dir, err, out)
 	}
 }
 
@@ -80,12 +107,13 @@ func TestNewRefuses(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(full, "keep.txt"), []byte("mine"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	tests := []struct {
+	type refusal struct {
 		name string
 		args []string
 		code int
 		want string
-	}{
+	}
+	tests := []refusal{
 		{"no name", []string{"--lang", "go"}, 2, "want one NAME"},
 		{"two names", []string{"a", "b", "--lang", "go"}, 2, "want one NAME"},
 		{"bad name", []string{"My Op", "--lang", "go"}, 2, `bad name "My Op"`},
@@ -93,9 +121,12 @@ func TestNewRefuses(t *testing.T) {
 		{"no lang", []string{"x"}, 2, "--lang is required"},
 		{"unknown lang", []string{"x", "--lang", "java"}, 2, `unknown --lang "java"`},
 		{"unknown kind", []string{"x", "--lang", "c", "--kind", "sink"}, 2, `unknown --kind "sink"`},
-		{"rust not yet", []string{"x", "--lang", "rust"}, 2, "the Rust SDK is not available yet"},
-		{"as not yet", []string{"x", "--lang", "as"}, 2, "the AssemblyScript SDK is not available yet"},
 		{"non-empty dir", []string{"x", "--lang", "go", "--dir", full}, 1, "exists and is not empty"},
+	}
+	for _, lang := range []string{"rust", "as"} {
+		if !slices.Contains(eddysdk.SDKLanguages(), lang) {
+			tests = append(tests, refusal{lang + " not yet", []string{"x", "--lang", lang}, 2, "SDK is not available yet"})
+		}
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
