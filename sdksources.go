@@ -25,10 +25,14 @@ import (
 // into: go:embed reads the working directory, not git, so sdk/rust/target
 // or sdk/assemblyscript/node_modules would otherwise be embedded from a
 // developer's checkout. Adding a language is one go:embed line here and
-// one entry in sdkDirs; for AssemblyScript (whose templates cmd/eddy has):
+// one entry in sdkDirs (cmd/eddy has the templates of all four). Rust and
+// AssemblyScript, once sdk/rust and sdk/assemblyscript are in this tree:
 //
+//	//go:embed sdk/rust/Cargo.toml sdk/rust/README.md sdk/rust/src
 //	//go:embed sdk/assemblyscript/package.json sdk/assemblyscript/package-lock.json sdk/assemblyscript/README.md sdk/assemblyscript/assembly
-//	"as": {"sdk/assemblyscript", "abi/ABI.md"},
+//
+//	"rust": {"sdk/rust", "abi/ABI.md"},
+//	"as":   {"sdk/assemblyscript", "abi/ABI.md"},
 //
 //go:embed abi/ABI.md abi/abi.go abi/codec.go abi/jsonscan/jsonscan.go
 //go:embed sdk/go

@@ -77,3 +77,14 @@ func TestGoVersion(t *testing.T) {
 		t.Fatalf("GoVersion() = %q, not the go directive of go.mod", v)
 	}
 }
+
+// TestWriteSDKEveryLanguage catches a language added to sdkDirs without
+// its go:embed line, which would otherwise fail only in eddy new.
+func TestWriteSDKEveryLanguage(t *testing.T) {
+	for _, lang := range SDKLanguages() {
+		written, err := WriteSDK(t.TempDir(), lang)
+		if err != nil || len(written) == 0 {
+			t.Errorf("WriteSDK(%s) = %d files, %v", lang, len(written), err)
+		}
+	}
+}

@@ -38,8 +38,12 @@ type newLang struct {
 	// buildFiles are the project's build files, each from
 	// templates/LANG/FILE.tmpl.
 	buildFiles []string
-	// build and test are the commands the README gives.
+	// build and test are the commands the README gives (test: besides
+	// eddy test itself).
 	build, test string
+	// wasm is where the build writes the module (default NAME.wasm;
+	// CRATE: NAME with - as _, as cargo names a library).
+	wasm string
 	// ready is false for a language whose templates are not written yet:
 	// eddy new refuses it with a line saying so instead of writing a
 	// project that cannot build. A language is offered only when its SDK
@@ -54,7 +58,9 @@ var newLangs = map[string]newLang{
 		build: "make", test: "make test", ready: true},
 	"as": {title: "AssemblyScript", source: "assembly/index.ts", ext: "ts", buildFiles: []string{"package.json"},
 		build: "npm install && npm run build", test: "npm test", ready: true},
-	"rust": {title: "Rust"},
+	"rust": {title: "Rust", source: "src/lib.rs", ext: "rs", buildFiles: []string{"Cargo.toml"},
+		build: "RUSTC=/usr/bin/rustc /usr/bin/cargo build --offline --release --target wasm32-wasi",
+		wasm:  "target/wasm32-wasi/release/CRATE.wasm", ready: true},
 }
 
 // newKind is one kind of module `eddy new` writes.
@@ -164,6 +170,7 @@ type project struct {
 	CSDK                 []string
 	CNote                string
 	BuildCmd, TestCmd    string
+	Wasm                 string // the module the build writes, from the project's directory
 	ASCVersion           string // the assemblyscript package the SDK pins
 	lang                 newLang
 }
@@ -195,7 +202,15 @@ func newProject(name, lang, kind string) (*project, error) {
 		BuildCmd: l.build, TestCmd: l.test,
 		ASCVersion: eddysdk.AssemblyScriptVersion(),
 		lang:       l,
+		Wasm:       moduleFile(l, name),
 	}, nil
+}
+
+func moduleFile(l newLang, name string) string {
+	if l.wasm == "" {
+		return name + ".wasm"
+	}
+	return strings.ReplaceAll(l.wasm, "CRATE", strings.ReplaceAll(name, "-", "_"))
 }
 
 // write writes the project into dir, which must be absent or empty: eddy

@@ -30,6 +30,10 @@ func TestNewBuildsAndRuns(t *testing.T) {
 		"c":  {[]string{"make", "clang"}, [][]string{{"make"}}, [][]string{{"make", "test", "EDDY=" + eddyBin}}},
 		"as": {[]string{"npm"}, [][]string{{"npm", "install", "--no-audit", "--no-fund", "--prefer-offline"}, {"npm", "run", "build"}},
 			[][]string{{"npm", "test"}}},
+		// Rust's build file is Cargo.toml alone: eddy test is run as the
+		// README gives it.
+		"rust": {[]string{"/usr/bin/cargo", "/usr/bin/rustc"},
+			[][]string{{"env", "RUSTC=/usr/bin/rustc", "/usr/bin/cargo", "build", "--offline", "--release", "--target", "wasm32-wasi"}}, nil},
 	}
 	for _, lang := range []string{"go", "c", "as", "rust"} {
 		t.Run(lang, func(t *testing.T) {
@@ -49,6 +53,10 @@ func TestNewBuildsAndRuns(t *testing.T) {
 				t.Run(kind, func(t *testing.T) {
 					name := "my-" + kind
 					dir := filepath.Join(t.TempDir(), name)
+					wasm := name + ".wasm"
+					if lang == "rust" {
+						wasm = "target/wasm32-wasi/release/" + strings.ReplaceAll(name, "-", "_") + ".wasm"
+					}
 					r := eddy(t, "new", name, "--lang", lang, "--kind", kind, "--dir", dir)
 					if r.code != 0 {
 						t.Fatalf("eddy new exited %d: %s", r.code, r.stderr)
@@ -59,8 +67,8 @@ func TestNewBuildsAndRuns(t *testing.T) {
 						}
 					}
 					readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
-					if err != nil || !bytes.Contains(readme, []byte("-o "+name+".wasm")) {
-						t.Errorf("README.md does not give the build command (%v)", err)
+					if err != nil || !bytes.Contains(readme, []byte(wasm)) {
+						t.Errorf("README.md does not say where the build writes %s (%v)", wasm, err)
 					}
 					for _, cmd := range st.build {
 						runIn(t, dir, cmd...)
@@ -69,7 +77,11 @@ func TestNewBuildsAndRuns(t *testing.T) {
 						t.Fatalf("eddy validate job.yaml exited %d: %s", r.code, r.stderr)
 					}
 					if hasTest {
-						for _, cmd := range st.test {
+						test := st.test
+						if test == nil {
+							test = [][]string{append([]string{eddyBin, "test", wasm}, strings.Fields(newKinds[kind].testArgs)...)}
+						}
+						for _, cmd := range test {
 							runIn(t, dir, cmd...)
 						}
 						return
