@@ -69,14 +69,22 @@ type newKind struct {
 	doc   string
 	// testArgs are the arguments of `eddy test MODULE.wasm` that run the
 	// kind's vector as job.yaml runs it.
-	testArgs string
+	testArgs []string
 	// cSDK are the C SDK's sources the kind links: they set the module's
 	// ABI version (sdk/c/README.md).
 	cSDK  []string
 	cNote string
 }
 
-const vectorArgs = "--input testdata/input.jsonl --expect testdata/expected.jsonl"
+// vectorArgs are the eddy test arguments of every kind's vector.
+var vectorArgs = []string{"--input", "testdata/input.jsonl", "--expect", "testdata/expected.jsonl"}
+
+// keyedArgs and windowArgs are what job.yaml's key_by, event_time and
+// window say.
+var (
+	keyedArgs  = append(slices.Clip(vectorArgs), "--key-by", "user", "--event-time", "ts")
+	windowArgs = append(slices.Clip(keyedArgs), "--window", "tumbling 1m")
+)
 
 var newKinds = map[string]newKind{
 	"operator": {
@@ -90,7 +98,7 @@ var newKinds = map[string]newKind{
 		title: "keyed operator",
 		doc: "It keeps keyed state and sets event-time timers: it counts each key's records and, once the key " +
 			"has been quiet for a minute of event time, emits `{\"key\": …, \"events\": n}` and forgets the key.",
-		testArgs: vectorArgs + " --key-by user --event-time ts",
+		testArgs: keyedArgs,
 		cSDK:     []string{"eddy.c", "eddy_keyed.c", "eddy_json.c"},
 		cNote:    "eddy_keyed.c: keyed state and timers, ABI version 2.",
 	},
@@ -98,7 +106,7 @@ var newKinds = map[string]newKind{
 		title: "aggregate module",
 		doc: "A window node folds each window's records with it, incrementally: the result is " +
 			"`{\"n\": count, \"total\": sum of \"amount\"}`.",
-		testArgs: vectorArgs + " --key-by user --event-time ts --window tumbling:1m",
+		testArgs: windowArgs,
 		cSDK:     []string{"eddy.c", "eddy_aggregate.c", "eddy_json.c"},
 		cNote:    "eddy_aggregate.c: an aggregate module, ABI version 3.",
 	},
@@ -106,7 +114,7 @@ var newKinds = map[string]newKind{
 		title: "window function",
 		doc: "A window node hands it each window's records, whole, when the window fires; it emits " +
 			"`{\"key\": …, \"events\": n, \"span_ms\": last - first timestamp}`.",
-		testArgs: vectorArgs + " --key-by user --event-time ts --window tumbling:1m",
+		testArgs: windowArgs,
 		cSDK:     []string{"eddy.c", "eddy_window.c", "eddy_json.c"},
 		cNote:    "eddy_window.c: a window function, an operator of ABI version 1.",
 	},
@@ -196,7 +204,7 @@ func newProject(name, lang, kind string) (*project, error) {
 	return &project{
 		Name: name, Lang: lang, Kind: kind,
 		LangTitle: l.title, KindTitle: k.title, KindDoc: k.doc,
-		TestArgs:  k.testArgs,
+		TestArgs:  shellWords(k.testArgs),
 		GoVersion: eddysdk.GoVersion(),
 		CSDK:      k.cSDK, CNote: k.cNote,
 		BuildCmd: l.build, TestCmd: l.test,
@@ -204,6 +212,19 @@ func newProject(name, lang, kind string) (*project, error) {
 		lang:       l,
 		Wasm:       moduleFile(l, name),
 	}, nil
+}
+
+// shellWords joins args for a shell command line, quoting those with a
+// space (all the quoting the arguments eddy new writes need).
+func shellWords(args []string) string {
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		if strings.ContainsAny(a, " '") {
+			a = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+		quoted[i] = a
+	}
+	return strings.Join(quoted, " ")
 }
 
 func moduleFile(l newLang, name string) string {
