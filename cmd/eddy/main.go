@@ -51,6 +51,7 @@ Client commands send an API token: env EDDY_TOKEN, else the context's. A new
 cluster's first coordinator writes an admin token to DATA-DIR/admin.token;
 eddy standalone also adds it as the context "local".
   eddy tenant create|list|delete|quota   tenants and their quotas (admin)
+  eddy new NAME --lang go|c|rust|as [--kind operator|keyed|aggregate|window]   scaffold an operator project
 
 Run 'eddy COMMAND -h' for the flags of a command.
 `
@@ -98,6 +99,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = cmdCerts(args[1:], stdout, stderr)
 	case "tenant":
 		err = cmdTenant(args[1:], stdout, stderr)
+	case "new":
+		err = cmdNew(args[1:], stdout, stderr)
 	case "-h", "--help", "help":
 		fmt.Fprint(stdout, usage)
 		return 0
