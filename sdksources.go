@@ -38,6 +38,7 @@ import (
 //go:embed sdk/go
 //go:embed sdk/c
 //go:embed sdk/rust/Cargo.toml sdk/rust/README.md sdk/rust/src
+//go:embed sdk/assemblyscript/package.json sdk/assemblyscript/package-lock.json sdk/assemblyscript/README.md sdk/assemblyscript/assembly
 var sources embed.FS
 
 // sdkDirs are, per language, the embedded directories a project of that
@@ -46,6 +47,7 @@ var sdkDirs = map[string][]string{
 	"go":   {"abi", "sdk/go"},
 	"c":    {"sdk/c", "abi/ABI.md"},
 	"rust": {"sdk/rust", "abi/ABI.md"},
+	"as":   {"sdk/assemblyscript", "abi/ABI.md"},
 }
 
 // ErrNoSDK is returned by WriteSDK for a language whose SDK this binary

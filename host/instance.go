@@ -528,13 +528,14 @@ func (i *Instance) callError(export string, err error, interrupted bool) error {
 	if errors.As(err, &exit) {
 		return markf([]error{ErrExited}, "%s: %s: module exited with code %d", i.who, export, exit.ExitCode())
 	}
-	if i.failMsg != "" {
-		// The guest said why before it trapped (the Rust SDK's panic hook
-		// calls fail, then aborts): that is the error, the trap only how
-		// it stopped.
-		return markf([]error{ErrTrap}, "%s: %s trapped: %s", i.who, export, i.failMsg)
-	}
 	msg := firstLine(err.Error())
+	if i.failMsg != "" {
+		// The guest said why before it trapped: an SDK's handler of a
+		// panic or an abort (AssemblyScript's abort, Rust's panic) calls
+		// fail and then traps, since it cannot return a status from deep
+		// in the stack. The message is the cause; the trap is how it ended.
+		msg = i.failMsg + " (" + msg + ")"
+	}
 	if i.nearMemoryLimit() {
 		// memory.grow failed at the limit and the guest gave up; name the
 		// cause rather than the symptom (usually "unreachable").

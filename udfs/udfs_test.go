@@ -3,8 +3,8 @@ package udfs_test
 // These tests run the built modules in build/ under wazero with a minimal
 // host of their own (package host is the real one; this harness only needs
 // to follow ABI.md; keyedhost_test.go has its keyed state and timers) and
-// check that every module, Go or C, produces exactly what the native Go
-// algorithm produces for the same input.
+// check that every module, Go, C or AssemblyScript, produces exactly what
+// the native Go algorithm produces for the same input.
 
 import (
 	"bytes"
@@ -23,6 +23,7 @@ import (
 
 	"github.com/eddy-stream/eddy/abi"
 	"github.com/eddy-stream/eddy/internal/testkit/keyedhost"
+	"github.com/eddy-stream/eddy/udfs/counter/counting"
 	"github.com/eddy-stream/eddy/udfs/project/projection"
 	"github.com/eddy-stream/eddy/udfs/split/splitter"
 )
@@ -85,6 +86,8 @@ var moduleVersions = map[string]uint64{
 	"top-n-go": 1, "top-n-c": 1,
 	"project-rust": 1, "split-rust": 1, "counter-rust": 2, "country-change-rust": 2,
 	"card-stats-rust": 3, "top-n-rust": 1,
+	"project-as": 1, "split-as": 1, "counter-as": 2, "country-change-as": 2,
+	"card-stats-as": 3, "top-n-as": 1,
 }
 
 // calls is what the host saw during the guest calls of one instance.
@@ -346,7 +349,7 @@ var splitConfigs = []string{
 	`{"lowercase": true}`,
 }
 
-var modules = []string{"go", "c", "rust"}
+var modules = []string{"go", "c", "rust", "as"}
 
 func TestProject(t *testing.T) {
 	recs := genRecords(rand.New(rand.NewPCG(1, 2)), 400)
@@ -574,7 +577,7 @@ func checkSignature(t *testing.T, what string, def api.FunctionDefinition, sig a
 	}
 }
 
-// BenchmarkUDFs runs each operator natively and as its Go and C modules over
+// BenchmarkUDFs runs each operator natively and as its Go, C and AssemblyScript modules over
 // the same batch of typical records, reporting ns per input record. The
 // guest figures include the whole boundary: writing the batch into guest
 // memory, the calls, and the host decoding the emitted batches.
@@ -602,6 +605,19 @@ func BenchmarkUDFs(b *testing.B) {
 				s, _ := splitter.Parse(config)
 				return func(r abi.Record) { s.Split(r.Value, func(key, value []byte) {}) }
 			}},
+		// The counter's state lives in a map natively, as in the test host
+		// (keyedhost), so both sides pay for a state read and write.
+		{"counter", `{}`,
+			func(config []byte) func(abi.Record) {
+				counts := map[string][]byte{}
+				var dst []byte
+				return func(r abi.Record) {
+					b, ok := counts[string(r.Key)]
+					n, _ := counting.Decode(b, ok)
+					counts[string(r.Key)] = counting.Append(b[:0], n+1)
+					dst = counting.AppendJSON(dst[:0], r.Key, n+1)
+				}
+			}},
 	}
 	for _, tc := range cases {
 		b.Run(tc.udf+"/native", func(b *testing.B) {
@@ -623,7 +639,9 @@ func BenchmarkUDFs(b *testing.B) {
 				process := g.mod.ExportedFunction(abi.ExportProcess)
 				for b.Loop() {
 					ptr := g.write(batch)
+					done := g.calls.keyed.Batch(recs) // the counter's state calls need the batch's keys
 					res, err := process.Call(g.ctx, uint64(ptr), uint64(len(batch)))
+					done()
 					if err != nil || res[0] != abi.StatusOK {
 						b.Fatal(err, g.calls.failures)
 					}

@@ -243,7 +243,7 @@ func benchOperatorOnly(root string, records, runs int) error {
 	}
 	native := &nativeProjection{p: p}
 	variants := []variant{{"(a) native Go", func(in, out *stream.Batch) error { return native.Process(ctx, in, out) }}}
-	for _, m := range []struct{ label, file string }{{"(b) C module", "project-c.wasm"}, {"(c) Go module", "project-go.wasm"}, {"(d) Rust module", "project-rust.wasm"}} {
+	for _, m := range []struct{ label, file string }{{"(b) C module", "project-c.wasm"}, {"(c) Go module", "project-go.wasm"}, {"(d) Rust module", "project-rust.wasm"}, {"(e) AS module", "project-as.wasm"}} {
 		mod, err := engine.Load(ctx, filepath.Join(root, "udfs/build", m.file))
 		if err != nil {
 			return err
@@ -285,5 +285,6 @@ func benchOperatorOnly(root string, records, runs int) error {
 	fmt.Printf("  ratio b/a (C module / native, throughput)  %.2f\n", perRecord[0]/perRecord[1])
 	fmt.Printf("  ratio c/a (Go module / native, throughput) %.2f\n", perRecord[0]/perRecord[2])
 	fmt.Printf("  ratio d/a (Rust module / native, throughput) %.2f\n", perRecord[0]/perRecord[3])
+	fmt.Printf("  ratio e/a (AS module / native, throughput) %.2f\n", perRecord[0]/perRecord[4])
 	return nil
 }
