@@ -1,0 +1,209 @@
+package main
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/eddy-stream/eddy/internal/testkit"
+)
+
+// The REST tests drive the coordinator's --http listener with plain
+// net/http requests and JSON, as curl or the dashboard would.
+
+// httpLine is what a server prints once its --http listener serves.
+var httpLine = regexp.MustCompile(`(?m)^http API on (https?://\S+) \(OpenAPI at /openapi.json\)\n`)
+
+// restJob runs the echo module on an unbounded generator: it stays
+// RUNNING until it is canceled.
+const restJob = `name: rest
+parallelism: 2
+nodes:
+  - name: txns
+    source: {generator: {kind: transactions, rate: 200, seed: 7}}
+  - name: op
+    input: txns
+    wasm: {module: echo}
+  - name: out
+    input: op
+    sink: {file: {path: $OUT/out.jsonl}}
+`
+
+// restClient calls one REST API with one token ("" for none).
+type restClient struct {
+	t     *testing.T
+	base  string
+	token string
+}
+
+// call sends method path with body (nil: none) encoded as JSON and
+// decodes the JSON answer into a map; it returns the HTTP status.
+func (c restClient) call(method, path string, body any) (int, map[string]any) {
+	c.t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, err := json.Marshal(body)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, c.base+path, r)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer resp.Body.Close()
+	raw, err := io.ReadAll(resp.Body)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	out := map[string]any{}
+	if err := json.Unmarshal(raw, &out); err != nil {
+		c.t.Fatalf("%s %s: %d, not a JSON object: %q", method, path, resp.StatusCode, raw)
+	}
+	return resp.StatusCode, out
+}
+
+// ok is call that fails the test unless the answer is 200.
+func (c restClient) ok(method, path string, body any) map[string]any {
+	c.t.Helper()
+	code, out := c.call(method, path, body)
+	if code != http.StatusOK {
+		c.t.Fatalf("%s %s: %d %v", method, path, code, out)
+	}
+	return out
+}
+
+// refused is call that fails the test unless the answer is want with a
+// one-line message containing msg.
+func (c restClient) refused(want int, msg, method, path string, body any) {
+	c.t.Helper()
+	code, out := c.call(method, path, body)
+	m, _ := out["message"].(string)
+	if code != want || !strings.Contains(m, msg) || strings.Contains(m, "\n") {
+		c.t.Fatalf("%s %s: %d %v, want %d with a one-line message containing %q", method, path, code, out, want, msg)
+	}
+}
+
+func (c restClient) as(token string) restClient { c.token = token; return c }
+
+// restStandalone starts a standalone with --http and returns its REST
+// base URL and a CLI bound to it.
+func restStandalone(t *testing.T, args ...string) (string, func(args ...string) result) {
+	t.Helper()
+	dir := t.TempDir()
+	p, cli := standaloneProc(t, dir, append([]string{"--data-dir", filepath.Join(dir, "data"), "--http", "127.0.0.1:0"}, args...)...)
+	return p.addr(t, httpLine), cli
+}
+
+// restState is the state field of a JobStatus answer.
+func restState(st map[string]any) string {
+	job, _ := st["job"].(map[string]any)
+	s, _ := job["state"].(string)
+	return s
+}
+
+// uploadEcho uploads host/testdata/echo.wasm as "echo" through REST.
+func uploadEcho(t *testing.T, c restClient, tenant string) map[string]any {
+	t.Helper()
+	wasm, err := os.ReadFile(filepath.Join(repoRoot(t), "host", "testdata", "echo.wasm"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c.ok("POST", "/v1/modules", map[string]any{"tenant": tenant, "name": "echo", "wasm": base64.StdEncoding.EncodeToString(wasm)})
+}
+
+// submitRESTJob submits restJob through REST and returns its id.
+func submitRESTJob(t *testing.T, c restClient, tenant string) string {
+	t.Helper()
+	spec, _ := inlineSpec(t, restJob)
+	yaml, err := os.ReadFile(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := c.ok("POST", "/v1/jobs", map[string]any{"tenant": tenant, "specYaml": base64.StdEncoding.EncodeToString(yaml)})
+	id, _ := out["jobId"].(string)
+	if id == "" {
+		t.Fatalf("submit: no jobId in %v", out)
+	}
+	return id
+}
+
+// TestRESTRoundTrip uploads a module, submits a job that runs it, follows
+// it to RUNNING with its tasks listed, cancels it and follows it to
+// CANCELED, all through the REST API of a standalone; the CLI sees the
+// same job.
+func TestRESTRoundTrip(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a standalone process")
+	}
+	base, cli := restStandalone(t)
+	c := restClient{t: t, base: base, token: testToken}
+
+	up := uploadEcho(t, c, "")
+	mod, _ := up["module"].(map[string]any)
+	if mod["name"] != "echo" || mod["version"] != float64(1) || len(fmt.Sprint(mod["sha256"])) != 64 {
+		t.Fatalf("upload: %v", up)
+	}
+	if got := c.ok("GET", "/v1/modules/echo?metadata_only=true", nil); fmt.Sprint(got["module"].(map[string]any)["sha256"]) != mod["sha256"] {
+		t.Fatalf("get module: %v", got)
+	}
+	if mods, _ := c.ok("GET", "/v1/modules", nil)["modules"].([]any); len(mods) != 1 {
+		t.Fatalf("list modules: %v", mods)
+	}
+
+	id := submitRESTJob(t, c, "")
+	var st map[string]any
+	testkit.Eventually(t, time.Minute, "the job to run", func() bool {
+		st = c.ok("GET", "/v1/jobs/"+id, nil)
+		return restState(st) == "JOB_STATE_RUNNING"
+	})
+	tasks, _ := st["tasks"].([]any)
+	if len(tasks) == 0 {
+		t.Fatalf("status of a running job lists no task: %v", st)
+	}
+	for _, task := range tasks {
+		task := task.(map[string]any)
+		if task["taskId"] == "" || task["workerId"] == "" || task["state"] == "" {
+			t.Fatalf("task without id, worker or state: %v", task)
+		}
+	}
+	if nodes, _ := st["nodes"].([]any); len(nodes) != 1 || !strings.HasPrefix(fmt.Sprint(nodes[0].(map[string]any)["module"]), "echo") {
+		t.Fatalf("nodes: %v", st["nodes"])
+	}
+	jobs, _ := c.ok("GET", "/v1/jobs", nil)["jobs"].([]any)
+	if len(jobs) != 1 || jobs[0].(map[string]any)["jobId"] != id {
+		t.Fatalf("list jobs: %v", jobs)
+	}
+	if r := cli("job", "status", id); r.code != 0 || !strings.Contains(r.stdout, "RUNNING") {
+		t.Fatalf("the CLI does not see the REST job running: %d %s %s", r.code, r.stdout, r.stderr)
+	}
+
+	if out := c.ok("POST", "/v1/jobs/"+id+":cancel", map[string]any{}); out["state"] != "JOB_STATE_CANCELING" && out["state"] != "JOB_STATE_CANCELED" {
+		t.Fatalf("cancel: %v", out)
+	}
+	testkit.Eventually(t, time.Minute, "the job to be canceled", func() bool {
+		return restState(c.ok("GET", "/v1/jobs/"+id, nil)) == "JOB_STATE_CANCELED"
+	})
+	c.refused(http.StatusNotFound, "not found", "GET", "/v1/jobs/no-such-job", nil)
+	c.refused(http.StatusBadRequest, "", "POST", "/v1/jobs", map[string]any{"specYaml": base64.StdEncoding.EncodeToString([]byte("nodes: [}"))})
+}
