@@ -38,6 +38,15 @@ func (h *httpServer) close() {
 	_ = h.conn.Close()
 }
 
+// checkHTTPListen refuses a plaintext --http beyond loopback, as for the
+// other listeners; before the server starts, so that it fails alone.
+func checkHTTPListen(tf *tlsFlags, creds *rpc.Credentials, addr string) error {
+	if addr == "" {
+		return nil
+	}
+	return tf.checkListen(creds, "--http", addr)
+}
+
 // startHTTP serves --http addr (nothing when addr is empty) for coord,
 // with root at every path no route claims (nil: none). The gateway dials
 // the coordinator's API like any client: it checks the server's
@@ -47,9 +56,6 @@ func (h *httpServer) close() {
 func startHTTP(ctx context.Context, addr string, tf *tlsFlags, creds *rpc.Credentials, coord *coordinator.Coordinator, root http.Handler, log *slog.Logger, stdout io.Writer) (*httpServer, error) {
 	if addr == "" {
 		return nil, nil
-	}
-	if err := tf.checkListen(creds, "--http", addr); err != nil {
-		return nil, err
 	}
 	client, err := rpc.TLS{CA: tf.tls.CA}.Load(false)
 	if err != nil {

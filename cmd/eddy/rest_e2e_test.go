@@ -207,3 +207,133 @@ func TestRESTRoundTrip(t *testing.T) {
 	c.refused(http.StatusNotFound, "not found", "GET", "/v1/jobs/no-such-job", nil)
 	c.refused(http.StatusBadRequest, "", "POST", "/v1/jobs", map[string]any{"specYaml": base64.StdEncoding.EncodeToString([]byte("nodes: [}"))})
 }
+
+// TestRESTAuth: the REST API authenticates and authorizes as the gRPC
+// API does, because it is the gRPC API. For each class of protected
+// operation: no token, a malformed token and a wrong secret are 401; a
+// token of another tenant is told the job does not exist (404) and
+// changes nothing; a viewer may not change its tenant's jobs (403); a
+// developer may not make admin calls (403).
+func TestRESTAuth(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a standalone process")
+	}
+	base, _ := restStandalone(t)
+	admin := restClient{t: t, base: base, token: testToken}
+	token := func(tenant, role string) string {
+		t.Helper()
+		out := admin.ok("POST", "/v1/tokens", map[string]any{"tenant": tenant, "role": role, "description": "rest test"})
+		s, _ := out["secret"].(string)
+		if !strings.HasPrefix(s, "eddy_") {
+			t.Fatalf("create token: %v", out)
+		}
+		return s
+	}
+	for _, id := range []string{"acme", "rival"} {
+		if out := admin.ok("POST", "/v1/tenants", map[string]any{"id": id}); out["tenant"].(map[string]any)["id"] != id {
+			t.Fatalf("create tenant: %v", out)
+		}
+	}
+	dev := admin.as(token("acme", "ROLE_DEVELOPER"))
+	viewer := admin.as(token("acme", "ROLE_VIEWER"))
+	rival := admin.as(token("rival", "ROLE_DEVELOPER"))
+	if who := dev.ok("GET", "/v1/whoami", nil); who["token"].(map[string]any)["tenant"] != "acme" {
+		t.Fatalf("whoami: %v", who)
+	}
+	uploadEcho(t, dev, "")
+	id := submitRESTJob(t, dev, "")
+	testkit.Eventually(t, time.Minute, "acme's job to run", func() bool {
+		return restState(dev.ok("GET", "/v1/jobs/"+id, nil)) == "JOB_STATE_RUNNING"
+	})
+
+	job := "/v1/jobs/" + id
+	ops := []struct {
+		class        string
+		method, path string
+		body         any
+		admin        bool // an admin call: a developer is refused
+		job          bool // on acme's job: rival is told it does not exist
+		mutates      bool // a viewer is refused
+	}{
+		{"read a job", "GET", job, nil, false, true, false},
+		{"read a job's logs", "GET", job + "/logs", nil, false, true, false},
+		{"cancel a job", "POST", job + ":cancel", map[string]any{}, false, true, true},
+		{"take a savepoint", "POST", job + "/savepoints", map[string]any{}, false, true, true},
+		{"swap a module", "POST", job + "/swaps", map[string]any{"node": "op", "module": "echo"}, false, true, true},
+		{"list jobs", "GET", "/v1/jobs", nil, false, false, false},
+		{"submit a job", "POST", "/v1/jobs", map[string]any{"specYaml": base64.StdEncoding.EncodeToString([]byte(restJob))}, false, false, true},
+		{"upload a module", "POST", "/v1/modules", map[string]any{"name": "x", "wasm": "AGFzbQEAAAA="}, false, false, true},
+		{"read a module", "GET", "/v1/modules/echo", nil, false, false, false},
+		{"create a tenant", "POST", "/v1/tenants", map[string]any{"id": "intruder"}, true, false, true},
+		{"delete a tenant", "DELETE", "/v1/tenants/rival", nil, true, false, true},
+		{"set a quota", "PATCH", "/v1/tenants/acme/quota", map[string]any{"slots": 100}, true, false, true},
+		{"list tenants", "GET", "/v1/tenants", nil, true, false, false},
+		{"read the audit log", "GET", "/v1/audit", nil, true, false, false},
+		{"leave the cluster", "POST", "/v1/cluster/coordinators/c1:leave", map[string]any{}, true, false, true},
+		{"join the cluster", "POST", "/v1/cluster/coordinators", map[string]any{"nodeId": "c9", "raftAddress": "127.0.0.1:1", "apiAddress": "127.0.0.1:1"}, true, false, true},
+		{"create a token", "POST", "/v1/tokens", map[string]any{"tenant": "acme", "role": "ROLE_VIEWER"}, false, false, true},
+		{"who am I", "GET", "/v1/whoami", nil, false, false, false},
+	}
+	wrongSecret := "eddy_" + strings.Repeat("e", 16) + "_" + strings.Repeat("0", 64)
+	for _, op := range ops {
+		t.Run(op.class, func(t *testing.T) {
+			anon := restClient{t: t, base: base}
+			anon.refused(http.StatusUnauthorized, "needs an API token", op.method, op.path, op.body)
+			anon.as(wrongSecret).refused(http.StatusUnauthorized, "invalid API token", op.method, op.path, op.body)
+			anon.as("not-a-token").refused(http.StatusUnauthorized, "", op.method, op.path, op.body)
+			if op.job {
+				restClient{t: t, base: base, token: rival.token}.refused(http.StatusNotFound, "not found", op.method, op.path, op.body)
+			}
+			if op.admin {
+				restClient{t: t, base: base, token: dev.token}.refused(http.StatusForbidden, "needs the admin role", op.method, op.path, op.body)
+			}
+			if op.mutates {
+				restClient{t: t, base: base, token: viewer.token}.refused(http.StatusForbidden, "may not call", op.method, op.path, op.body)
+			}
+		})
+	}
+	// Nothing refused changed anything: the job runs, no tenant came or went.
+	if st := restState(dev.ok("GET", job, nil)); st != "JOB_STATE_RUNNING" {
+		t.Fatalf("acme's job is %s after the refused calls", st)
+	}
+	tenants, _ := admin.ok("GET", "/v1/tenants", nil)["tenants"].([]any)
+	if len(tenants) != 3 {
+		t.Fatalf("tenants after the refused calls: %v", tenants)
+	}
+	// The refused mutating calls of known tokens are in the audit log.
+	entries, _ := admin.ok("GET", "/v1/audit?tenant=rival&limit=1000", nil)["entries"].([]any)
+	var denied int
+	for _, e := range entries {
+		if strings.HasPrefix(fmt.Sprint(e.(map[string]any)["outcome"]), "NotFound") {
+			denied++
+		}
+	}
+	if denied < 3 {
+		t.Fatalf("audit of rival's refused calls: %v", entries)
+	}
+}
+
+// TestRESTOpenAPI: /openapi.json is JSON and lists the job routes.
+func TestRESTOpenAPI(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a standalone process")
+	}
+	base, _ := restStandalone(t)
+	resp, err := http.Get(base + "/openapi.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var doc struct {
+		Swagger string                    `json:"swagger"`
+		Paths   map[string]map[string]any `json:"paths"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("openapi.json: %d %v", resp.StatusCode, err)
+	}
+	for path, method := range map[string]string{"/v1/jobs": "post", "/v1/jobs/{jobId}": "get", "/v1/jobs/{jobId}:cancel": "post", "/v1/modules": "post"} {
+		if doc.Paths[path][method] == nil {
+			t.Errorf("openapi.json has no %s %s (paths: %v)", method, path, doc.Paths)
+		}
+	}
+}

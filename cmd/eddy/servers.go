@@ -266,6 +266,9 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) error {
 	if err := tf.checkListen(cf.cfg.TLS, "--api", cf.cfg.APIAddr, "--raft", cf.cfg.Raft.BindAddr); err != nil {
 		return err
 	}
+	if err := checkHTTPListen(&tf, cf.cfg.TLS, httpAddr); err != nil {
+		return err
+	}
 	cf.dataDir = ef.dataDir
 	ctx := context.Background()
 	s, err := newServer(ctx, ef, stderr)
@@ -405,6 +408,9 @@ func cmdStandalone(args []string, stdout, stderr io.Writer) error {
 	}
 	wf.cfg.TLS = cf.cfg.TLS
 	if err := tf.checkListen(cf.cfg.TLS, "--api", cf.cfg.APIAddr, "--data", wf.cfg.DataAddr); err != nil {
+		return err
+	}
+	if err := checkHTTPListen(&tf, cf.cfg.TLS, httpAddr); err != nil {
 		return err
 	}
 	if ef.dataDir == "" {
