@@ -119,7 +119,7 @@ func TestHeaders(t *testing.T) {
 	f := &fakeControl{}
 	srv := serve(t, f, nil)
 	resp, body := get(t, srv.URL+"/v1/jobs/j-1.a?tenant=acme", http.Header{
-		"Authorization":                  {"Bearer eddy_abc_def"},
+		"Authorization":                   {"Bearer eddy_abc_def"},
 		"Grpc-Metadata-Eddy-Forwarded-By": {"c9"},
 		"Grpc-Metadata-Authorization":     {"Bearer eddy_forged_x"},
 		"X-Custom":                        {"1"},
