@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"crypto/tls"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
@@ -211,8 +212,8 @@ func TestRESTRoundTrip(t *testing.T) {
 // TestRESTAuth: the REST API authenticates and authorizes as the gRPC
 // API does, because it is the gRPC API. For each class of protected
 // operation: no token, a malformed token and a wrong secret are 401; a
-// token of another tenant is told the job does not exist (404) and
-// changes nothing; a viewer may not change its tenant's jobs (403); a
+// token of another tenant is told the job (or token) does not exist
+// (404) and changes nothing; a viewer may not change its tenant's jobs (403); a
 // developer may not make admin calls (403).
 func TestRESTAuth(t *testing.T) {
 	if testing.Short() {
@@ -247,12 +248,13 @@ func TestRESTAuth(t *testing.T) {
 	})
 
 	job := "/v1/jobs/" + id
+	viewerID, _ := viewer.ok("GET", "/v1/whoami", nil)["token"].(map[string]any)["id"].(string)
 	ops := []struct {
 		class        string
 		method, path string
 		body         any
 		admin        bool // an admin call: a developer is refused
-		job          bool // on acme's job: rival is told it does not exist
+		acme         bool // on an object of acme: rival is told it does not exist
 		mutates      bool // a viewer is refused
 	}{
 		{"read a job", "GET", job, nil, false, true, false},
@@ -269,8 +271,9 @@ func TestRESTAuth(t *testing.T) {
 		{"set a quota", "PATCH", "/v1/tenants/acme/quota", map[string]any{"slots": 100}, true, false, true},
 		{"list tenants", "GET", "/v1/tenants", nil, true, false, false},
 		{"read the audit log", "GET", "/v1/audit", nil, true, false, false},
-		{"leave the cluster", "POST", "/v1/cluster/coordinators/c1:leave", map[string]any{}, true, false, true},
-		{"join the cluster", "POST", "/v1/cluster/coordinators", map[string]any{"nodeId": "c9", "raftAddress": "127.0.0.1:1", "apiAddress": "127.0.0.1:1"}, true, false, true},
+		{"read the cluster", "GET", "/v1/cluster", nil, false, false, false},
+		{"revoke a token", "DELETE", "/v1/tokens/" + viewerID, nil, false, true, true},
+		{"list tokens", "GET", "/v1/tokens", nil, false, false, false},
 		{"create a token", "POST", "/v1/tokens", map[string]any{"tenant": "acme", "role": "ROLE_VIEWER"}, false, false, true},
 		{"who am I", "GET", "/v1/whoami", nil, false, false, false},
 	}
@@ -281,7 +284,7 @@ func TestRESTAuth(t *testing.T) {
 			anon.refused(http.StatusUnauthorized, "needs an API token", op.method, op.path, op.body)
 			anon.as(wrongSecret).refused(http.StatusUnauthorized, "invalid API token", op.method, op.path, op.body)
 			anon.as("not-a-token").refused(http.StatusUnauthorized, "", op.method, op.path, op.body)
-			if op.job {
+			if op.acme {
 				restClient{t: t, base: base, token: rival.token}.refused(http.StatusNotFound, "not found", op.method, op.path, op.body)
 			}
 			if op.admin {
@@ -292,10 +295,12 @@ func TestRESTAuth(t *testing.T) {
 			}
 		})
 	}
-	// Nothing refused changed anything: the job runs, no tenant came or went.
+	// Nothing refused changed anything: the job runs, no tenant came or
+	// went, the viewer's token works.
 	if st := restState(dev.ok("GET", job, nil)); st != "JOB_STATE_RUNNING" {
 		t.Fatalf("acme's job is %s after the refused calls", st)
 	}
+	viewer.ok("GET", "/v1/whoami", nil)
 	tenants, _ := admin.ok("GET", "/v1/tenants", nil)["tenants"].([]any)
 	if len(tenants) != 3 {
 		t.Fatalf("tenants after the refused calls: %v", tenants)
@@ -334,6 +339,75 @@ func TestRESTOpenAPI(t *testing.T) {
 	for path, method := range map[string]string{"/v1/jobs": "post", "/v1/jobs/{jobId}": "get", "/v1/jobs/{jobId}:cancel": "post", "/v1/modules": "post"} {
 		if doc.Paths[path][method] == nil {
 			t.Errorf("openapi.json has no %s %s (paths: %v)", method, path, doc.Paths)
+		}
+	}
+}
+
+// TestRESTTLS: with TLS flags --http serves HTTPS with the member's
+// certificate, and a REST call is authenticated by its token alone, with
+// or without a client certificate.
+func TestRESTTLS(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a standalone process")
+	}
+	dir := t.TempDir()
+	certs := filepath.Join(dir, "certs")
+	if r := eddy(t, "certs", "init", certs); r.code != 0 {
+		t.Fatalf("certs init: %s", r.stderr)
+	}
+	p := startProc(t, dir, "standalone", "standalone", "--api", "127.0.0.1:0", "--http", "127.0.0.1:0",
+		"--data-dir", filepath.Join(dir, "data"), "--certs", certs)
+	base := p.addr(t, httpLine)
+	if !strings.HasPrefix(base, "https://") {
+		t.Fatalf("--http with --certs serves %s, want https", base)
+	}
+	member, err := tls.LoadX509KeyPair(filepath.Join(certs, "node.pem"), filepath.Join(certs, "node-key.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	roots := loadPool(t, filepath.Join(certs, "ca.pem"))
+	for name, cfg := range map[string]*tls.Config{
+		"no client certificate":     {RootCAs: roots},
+		"member client certificate": {RootCAs: roots, Certificates: []tls.Certificate{member}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			old := http.DefaultClient
+			http.DefaultClient = &http.Client{Transport: &http.Transport{TLSClientConfig: cfg}}
+			defer func() { http.DefaultClient = old }()
+			c := restClient{t: t, base: base, token: testToken}
+			if who := c.ok("GET", "/v1/whoami", nil); who["token"].(map[string]any)["role"] != "ROLE_ADMIN" {
+				t.Fatalf("whoami: %v", who)
+			}
+			// The certificate (or its absence) grants nothing: a call
+			// without a token is refused.
+			c.as("").refused(http.StatusUnauthorized, "needs an API token", "GET", "/v1/cluster", nil)
+		})
+	}
+	// Plain HTTP to the HTTPS listener gets no API.
+	resp, err := http.Get("http://" + strings.TrimPrefix(base, "https://") + "/v1/whoami")
+	if err == nil {
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusOK {
+			t.Fatal("plain HTTP answered on the HTTPS listener")
+		}
+	}
+	// And a client that does not trust the cluster CA does not connect.
+	if _, err := http.Get(base + "/v1/whoami"); err == nil {
+		t.Fatal("a client without the cluster CA connected")
+	}
+}
+
+// TestRESTListenBeyondLoopback: a plaintext --http beyond loopback is
+// refused before the server starts, like the other listeners.
+func TestRESTListenBeyondLoopback(t *testing.T) {
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"standalone", "--api", "127.0.0.1:0", "--http", "0.0.0.0:0"},
+		{"coordinator", "--api", "127.0.0.1:0", "--raft", "127.0.0.1:0", "--bootstrap", "--http", ":0"},
+	} {
+		r := eddy(t, append(args, "--data-dir", filepath.Join(dir, "refused"))...)
+		if r.code != 2 || !strings.Contains(r.stderr, "--http "+args[len(args)-1]+": refusing to listen beyond loopback without TLS") || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("eddy %s: exit %d, stderr %q; want 2 and one line refusing --http", args[0], r.code, r.stderr)
 		}
 	}
 }
