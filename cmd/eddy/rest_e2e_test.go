@@ -411,3 +411,55 @@ func TestRESTListenBeyondLoopback(t *testing.T) {
 		}
 	}
 }
+
+// TestRESTFollower: the REST API of a follower serves the same calls, by
+// the gRPC API's forwarding to the leader: a module uploaded and a job
+// submitted through the follower's --http run on the cluster, and a bad
+// token is refused there too.
+func TestRESTFollower(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts three processes")
+	}
+	dir := t.TempDir()
+	hb := []string{"--heartbeat-interval", "200ms", "--heartbeat-timeout", "5s"}
+	coord := func(name string, extra ...string) *proc {
+		args := append([]string{"coordinator", "--id", name, "--api", "127.0.0.1:0", "--raft", "127.0.0.1:0",
+			"--data-dir", filepath.Join(dir, name), "--blobs", filepath.Join(dir, "blobs")}, hb...)
+		return startProc(t, dir, name, append(args, extra...)...)
+	}
+	c1 := coord("c1", "--bootstrap")
+	api1 := c1.addr(t, coordinatorLine)
+	cli := func(args ...string) result {
+		return eddy(t, append(args, "--coordinator", api1, "--timeout", "10s")...)
+	}
+	testkit.Eventually(t, 20*time.Second, "c1 leads", func() bool {
+		return strings.Contains(cli("cluster", "info").stdout, "LEADER")
+	})
+	c2 := coord("c2", "--join", api1, "--http", "127.0.0.1:0")
+	base := c2.addr(t, httpLine)
+	startProc(t, dir, "w1", "worker", "--id", "w1", "--coordinator", api1, "--slots", "4", "--data-dir", filepath.Join(dir, "w1"))
+
+	c := restClient{t: t, base: base, token: testToken}
+	testkit.Eventually(t, 30*time.Second, "c2 to follow c1 and the worker to be alive", func() bool {
+		code, info := c.call("GET", "/v1/cluster", nil)
+		if code != http.StatusOK || info["leaderId"] != "c1" {
+			return false
+		}
+		workers, _ := info["workers"].([]any)
+		return len(workers) == 1 && workers[0].(map[string]any)["state"] == "WORKER_STATE_ALIVE"
+	})
+	restClient{t: t, base: base, token: "eddy_" + strings.Repeat("e", 16) + "_" + strings.Repeat("0", 64)}.
+		refused(http.StatusUnauthorized, "invalid API token", "GET", "/v1/jobs", nil)
+
+	uploadEcho(t, c, "")
+	id := submitRESTJob(t, c, "")
+	testkit.Eventually(t, time.Minute, "the job to run on w1", func() bool {
+		st := c.ok("GET", "/v1/jobs/"+id, nil)
+		tasks, _ := st["tasks"].([]any)
+		return restState(st) == "JOB_STATE_RUNNING" && len(tasks) > 0 && tasks[0].(map[string]any)["workerId"] == "w1"
+	})
+	c.ok("POST", "/v1/jobs/"+id+":cancel", map[string]any{})
+	testkit.Eventually(t, time.Minute, "the job to be canceled", func() bool {
+		return strings.Contains(cli("job", "status", id).stdout, "CANCELED")
+	})
+}
