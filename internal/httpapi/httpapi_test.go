@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	"google.golang.org/grpc"
@@ -20,9 +21,15 @@ import (
 // the metadata the gateway sent. Other methods are not called.
 type fakeControl struct {
 	eddyv1.ControlClient
-	err error
-	md  metadata.MD
-	req *eddyv1.JobStatusRequest
+	err  error
+	md   metadata.MD
+	req  *eddyv1.JobStatusRequest
+	logs *eddyv1.JobLogsRequest
+}
+
+func (f *fakeControl) JobLogs(_ context.Context, req *eddyv1.JobLogsRequest, _ ...grpc.CallOption) (*eddyv1.JobLogsResponse, error) {
+	f.logs = req
+	return &eddyv1.JobLogsResponse{NextSeq: req.GetAfterSeq() + 1}, nil
 }
 
 func (f *fakeControl) JobStatus(ctx context.Context, req *eddyv1.JobStatusRequest, _ ...grpc.CallOption) (*eddyv1.JobStatusResponse, error) {
@@ -144,6 +151,23 @@ func TestHeaders(t *testing.T) {
 	}
 	if job, _ := st["job"].(map[string]any); job["jobId"] != "j-1.a" || job["state"] != "JOB_STATE_RUNNING" {
 		t.Fatalf("answer %s: want lowerCamelCase fields and enum names", body)
+	}
+}
+
+// TestQueryNames: query parameters take a field's proto name or its JSON
+// name, as the README says.
+func TestQueryNames(t *testing.T) {
+	for _, query := range []string{"after_seq=41&wait_ms=7", "afterSeq=41&waitMs=7"} {
+		f := &fakeControl{}
+		srv := serve(t, f, nil)
+		resp, body := get(t, srv.URL+"/v1/jobs/j1/logs?"+query, nil)
+		if resp.StatusCode != http.StatusOK || f.logs.GetAfterSeq() != 41 || f.logs.GetWaitMs() != 7 || f.logs.GetJobId() != "j1" {
+			t.Fatalf("?%s: %d %s, request %v", query, resp.StatusCode, body, f.logs)
+		}
+		// Unset fields are emitted; uint64 is a string.
+		if !strings.HasPrefix(string(body), `{"lines":[],"nextSeq":"42",`) {
+			t.Fatalf("?%s: answer %s", query, body)
+		}
 	}
 }
 
