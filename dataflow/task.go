@@ -439,6 +439,7 @@ func (t *task) runSource(ctx context.Context) error {
 	}
 	pending, _ := t.source.(stream.PendingReporter)
 	ws, _ := t.source.(stream.WatermarkSource)
+	progress, _ := t.source.(stream.ProgressReporter)
 	// The source batch is reused when a stage consumes it synchronously;
 	// when the chain is just the source it is sent downstream, so fresh.
 	var reuse *stream.Batch
@@ -474,6 +475,11 @@ func (t *task) runSource(ctx context.Context) error {
 		if pending != nil {
 			if n, ok := pending.PendingRecords(); ok {
 				t.metrics.pending.Store(n)
+			}
+		}
+		if progress != nil {
+			if done, total, ok := progress.Progress(); ok {
+				stats.setProgress(t.subtask, done, total)
 			}
 		}
 		now := time.Now()
