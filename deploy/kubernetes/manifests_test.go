@@ -382,7 +382,7 @@ func TestManifests(t *testing.T) {
 
 	t.Run("coordinators", func(t *testing.T) {
 		if sts.Spec.Replicas == nil || *sts.Spec.Replicas != 3 {
-			t.Fatalf("replicas %v, want 3", sts.Spec.Replicas)
+			t.Fatalf("replicas %d, want 3", ptrOr(sts.Spec.Replicas))
 		}
 		if !selects(sts.Spec.Selector.MatchLabels, sts.Spec.Template.Labels) {
 			t.Errorf("the StatefulSet's selector %v does not select its pods %v", sts.Spec.Selector.MatchLabels, sts.Spec.Template.Labels)
@@ -724,4 +724,11 @@ func eddyFlags(t *testing.T, bin, sub string) map[string]bool {
 		t.Fatalf("eddy %s -h lists %d flags:\n%s", sub, len(flags), out.String())
 	}
 	return flags
+}
+
+func ptrOr(p *int32) int32 {
+	if p == nil {
+		return 0
+	}
+	return *p
 }
