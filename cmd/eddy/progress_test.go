@@ -2,13 +2,17 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/creack/pty"
 
 	"github.com/eddy-stream/eddy/dataflow"
 )
@@ -287,4 +291,58 @@ func TestRunProgress(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRunProgressTerminal runs `eddy run` with stderr on a real terminal
+// (a pty): auto mode draws the live line, redrawn in place, and clears it
+// before the summary.
+func TestRunProgressTerminal(t *testing.T) {
+	ptmx, tty, err := pty.Open()
+	if err != nil {
+		t.Skipf("no pty: %v", err)
+	}
+	defer ptmx.Close()
+	dir := t.TempDir()
+	spec := filepath.Join(dir, "tty.yaml")
+	text := "name: tty\nparallelism: 2\nnodes:\n" +
+		"  - name: src\n    source: {generator: {kind: sequence, rate: 4000, count: 4000}}\n" +
+		"  - name: out\n    input: src\n    parallelism: 1\n    sink: {file: {path: " + filepath.Join(dir, "out.jsonl") + "}}\n"
+	if err := os.WriteFile(spec, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(eddyBin, "run", spec)
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(os.TempDir(), "eddy-e2e-cache"))
+	cmd.Stderr = tty
+	var stdout bytes.Buffer
+	cmd.Stdout = &stdout
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tty.Close() // the child holds it; EOF on ptmx once the child exits
+	var screen bytes.Buffer
+	copied := make(chan error, 1)
+	go func() { _, err := io.Copy(&screen, ptmx); copied <- err }()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("eddy run: %v\n%s", err, screen.String())
+	}
+	select {
+	case <-copied: // EIO at the end of a pty is its EOF
+	case <-time.After(10 * time.Second):
+		t.Fatal("the terminal's output did not end")
+	}
+	got := strings.ReplaceAll(screen.String(), "\r\n", "\n") // the pty's newline translation
+	draws := progressLineRE.FindAllString(strings.ReplaceAll(got, "\r\x1b[K", "\n"), -1)
+	if len(draws) < 2 {
+		t.Fatalf("want the live line drawn several times, got:\n%q", got)
+	}
+	summary := strings.Index(got, "job tty finished")
+	if summary < 0 {
+		t.Fatalf("no summary: %q", got)
+	}
+	if !strings.HasSuffix(got[:summary], "\r\x1b[K") {
+		t.Errorf("the live line is not cleared before the summary: %q", got[:summary])
+	}
+	if strings.Contains(got[:summary], "\n") {
+		t.Errorf("the live line scrolled (a newline before the summary): %q", got[:summary])
+	}
 }
