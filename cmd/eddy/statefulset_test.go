@@ -4,8 +4,15 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/eddy-stream/eddy/internal/testkit"
 )
 
 func TestDeriveStatefulIdentity(t *testing.T) {
@@ -102,5 +109,70 @@ func TestStatefulSetFlagClash(t *testing.T) {
 		"--data-dir", t.TempDir())
 	if r.code != 2 || !strings.Contains(r.stderr, "--statefulset-service sets --id, --join itself") {
 		t.Fatalf("exit %d: %s", r.code, r.stderr)
+	}
+}
+
+// startAsPod starts `eddy args…` with the host name a StatefulSet would
+// give the pod, in a UTS namespace of its own (root only: skipped
+// otherwise). unshare and sh exec eddy, so the process is eddy's.
+func startAsPod(t *testing.T, dir, hostname string, args ...string) *exec.Cmd {
+	t.Helper()
+	if out, err := exec.Command("unshare", "--uts", "sh", "-c", "hostname x").CombinedOutput(); err != nil {
+		t.Skipf("cannot set a host name in a UTS namespace here: %v %s", err, out)
+	}
+	log, err := os.Create(filepath.Join(dir, hostname+".log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("unshare", append([]string{"--uts", "sh", "-c", `hostname "$0" && exec "$@"`, hostname, eddyBin}, args...)...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.Env = append(os.Environ(), "XDG_CACHE_HOME="+filepath.Join(os.TempDir(), "eddy-e2e-cache"))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	log.Close()
+	t.Cleanup(func() {
+		if cmd.ProcessState == nil {
+			_ = cmd.Process.Kill()
+			_ = cmd.Wait()
+		}
+		if t.Failed() {
+			b, _ := os.ReadFile(log.Name())
+			t.Logf("---- %s ----\n%s", hostname, tail(string(b), 3000))
+		}
+	})
+	return cmd
+}
+
+// TestStatefulSetPods runs coordinators as pods eddy-coordinator-0 and -1
+// would: ordinal 0 bootstraps as c0, advertised under its headless name,
+// its Raft address the IP its --raft-advertise name resolves to; ordinal 1
+// joins through ordinal 0's headless name (which does not resolve here,
+// so the join fails, naming it).
+func TestStatefulSetPods(t *testing.T) {
+	dir := t.TempDir()
+	const svc = "eddy-coordinator-headless"
+	api := freeAddr(t)
+	_, apiPort, _ := net.SplitHostPort(api)
+	_, raftPort, _ := net.SplitHostPort(freeAddr(t))
+	startAsPod(t, dir, "eddy-coordinator-0", "coordinator", "--statefulset-service", svc, "--api", api,
+		"--raft", "0.0.0.0:"+raftPort, "--raft-advertise", "localhost:"+raftPort, "--insecure",
+		"--data-dir", filepath.Join(dir, "c0"))
+	want := "coordinator c0 serving on eddy-coordinator-0." + svc + ":" + apiPort + " (raft 127.0.0.1:" + raftPort + ")"
+	testkit.Eventually(t, 30*time.Second, "eddy-coordinator-0 serving", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, "eddy-coordinator-0.log"))
+		return strings.Contains(string(b), want)
+	})
+	testkit.Eventually(t, 30*time.Second, "c0 leading", func() bool {
+		r := eddy(t, "cluster", "info", "--coordinator", api)
+		return regexp.MustCompile(`(?m)^c0\s+LEADER\s+eddy-coordinator-0\.` + svc + `:` + apiPort + `\s+127\.0\.0\.1:` + raftPort).MatchString(r.stdout)
+	})
+
+	member1 := startAsPod(t, dir, "eddy-coordinator-1", "coordinator", "--statefulset-service", svc, "--api", "127.0.0.2:"+apiPort, // the same port, as in a pod of its own
+		"--raft", freeAddr(t), "--join-timeout", "1s", "--data-dir", filepath.Join(dir, "c1"))
+	err := member1.Wait()
+	b, _ := os.ReadFile(filepath.Join(dir, "eddy-coordinator-1.log"))
+	if err == nil || !strings.Contains(string(b), "coordinator c1: start: join through eddy-coordinator-0."+svc+":"+apiPort) {
+		t.Fatalf("ordinal 1: exit %v, want a failed join through ordinal 0's headless name:\n%s", err, b)
 	}
 }
