@@ -1,10 +1,16 @@
 package main
 
 import (
+	"bytes"
+	"io"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/creack/pty"
 )
 
 // TestJobStatusWatch follows jobs on a real standalone with `job status
@@ -60,6 +66,40 @@ func TestJobStatusWatch(t *testing.T) {
 		}
 		if n := len(sortedLines(t, filepath.Join(dir, "slow.jsonl"))); n != 3000 {
 			t.Errorf("%d records written, want 3000", n)
+		}
+	})
+
+	t.Run("terminal", func(t *testing.T) {
+		ptmx, tty, err := pty.Open()
+		if err != nil {
+			t.Skipf("no pty: %v", err)
+		}
+		defer ptmx.Close()
+		id := submit(filepath.Join(dir, "slow.yaml"))
+		cmd := exec.Command(eddyBin, "job", "status", id, "--watch", "--interval", "200ms", "--coordinator", api)
+		cmd.Stdout, cmd.Stderr = tty, tty
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		tty.Close()
+		var screen bytes.Buffer
+		copied := make(chan struct{})
+		go func() { _, _ = io.Copy(&screen, ptmx); close(copied) }()
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("watch: %v\n%q", err, screen.String())
+		}
+		select {
+		case <-copied:
+		case <-time.After(10 * time.Second):
+			t.Fatal("the terminal's output did not end")
+		}
+		// Each round clears the screen and draws the status from the top.
+		rounds := strings.Split(screen.String(), "\x1b[H\x1b[2J")
+		if len(rounds) < 3 || rounds[0] != "" {
+			t.Fatalf("want the screen redrawn at least twice, got %q", screen.String())
+		}
+		if last := rounds[len(rounds)-1]; !strings.Contains(last, "job "+id+" (slow): FINISHED,") {
+			t.Errorf("the last screen is not the finished job: %q", last)
 		}
 	})
 
