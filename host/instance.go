@@ -42,6 +42,12 @@ type InstanceConfig struct {
 	// Gate, when set, admits every guest call of the instance: the
 	// worker's CPU share of the instance's tenant. nil: calls run at once.
 	Gate Gate
+	// Metrics labels the instance's series (Engine.Collector).
+	Metrics MetricLabels
+
+	// noMetrics: an instance that is not a task's (Compile's probe) has
+	// no series.
+	noMetrics bool
 }
 
 // Gate admits guest calls: Acquire returns once the call may run, and the
@@ -136,6 +142,8 @@ type Instance struct {
 	state  lifecycle
 	err    error // sticky: why the instance is unusable
 	closed bool
+
+	stats *instanceStats // nil: no metrics (a probe)
 }
 
 type instanceKey struct{}
@@ -206,6 +214,10 @@ func (m *Module) newInstance(ctx context.Context, cfg InstanceConfig, name, who 
 	if !e.register(i) {
 		i.Close()
 		return nil, markf([]error{ErrClosed}, "module %s: engine is closed", m.name)
+	}
+	if !cfg.noMetrics {
+		i.stats = &instanceStats{labels: cfg.Metrics, module: m.name}
+		e.metrics.add(i.stats)
 	}
 	i.mem = wmod.ExportedMemory(abi.ExportMemory)
 	i.fnAlloc = wmod.ExportedFunction(abi.ExportAlloc)
@@ -322,6 +334,9 @@ func (i *Instance) release() error {
 	wmod := i.wmod
 	i.wmod, i.mem, i.out = nil, nil, nil
 	i.module.engine.unregister(i)
+	if i.stats != nil {
+		i.module.engine.metrics.retire(i.stats)
+	}
 	if i.module.engine.closed.Load() {
 		return nil // Engine.Close released it already.
 	}
@@ -448,7 +463,9 @@ func (i *Instance) call(export string, fn api.Function, emit func([]abi.Record))
 	i.failMsg, i.hostErr = "", nil
 	i.emitted = emitted{}
 	i.timer.Reset(i.timeout)
+	start := time.Now()
 	err := fn.CallWithStack(i.ctx, i.stack)
+	took := time.Since(start)
 	if !i.timer.Stop() {
 		// It fired. Wait for its function to finish, so that the flag is
 		// set by the time the instance is released.
@@ -470,10 +487,28 @@ func (i *Instance) call(export string, fn api.Function, emit func([]abi.Record))
 		// any later call would trap at once.
 		err = errors.New("interrupted")
 	}
+	if i.stats != nil {
+		i.count(export, took, err != nil, interrupted)
+	}
 	if err != nil {
 		return i.fail(i.callError(export, err, interrupted))
 	}
 	return nil
+}
+
+// count records one guest call in the instance's metrics.
+func (i *Instance) count(export string, took time.Duration, trapped, interrupted bool) {
+	es := i.stats.forExport(export)
+	es.observe(took)
+	if trapped {
+		es.traps.Add(1)
+	}
+	if interrupted {
+		es.dline.Add(1)
+	}
+	if i.mem != nil {
+		i.stats.memory.Store(uint64(i.mem.Size()))
+	}
 }
 
 // expire is the timer's function: the call in progress ran out of time.

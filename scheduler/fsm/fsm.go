@@ -564,6 +564,7 @@ func (a *applier) checkpointCompleted(c *CheckpointCompleted) (any, error) {
 	done.IncrementalSize = c.IncrementalSize
 	j.PendingCheckpoint = nil
 	j.CheckpointEnded = a.at
+	j.CheckpointsCompleted++
 	a.swapCompleted(j, done, c.SwapPause)
 	if done.Savepoint {
 		// The savepoint is a self-contained copy: the files it was copied
@@ -593,7 +594,7 @@ func (a *applier) checkpointFailed(c *CheckpointFailed) (any, error) {
 			// restart from the last checkpoint puts every task of the node
 			// back on one version, the old one.
 			reason := fmt.Sprintf("savepoint %d failed: %s", c.ID, c.Reason)
-			a.endSwapAs(s, SwapFailed, clip(reason))
+			a.endSwapAs(j, s, SwapFailed, clip(reason))
 			a.restart(j, fmt.Sprintf("swap %d failed: %s", swap, reason))
 		}
 		return j.clone(), nil
@@ -632,6 +633,7 @@ func (a *applier) failPending(j *Job, reason string) {
 	failed := *p
 	failed.Completed = a.at
 	failed.Error = clip(reason)
+	j.CheckpointsFailed++
 	j.FailedCheckpoints = append(j.FailedCheckpoints, failed)
 	if n := len(j.FailedCheckpoints); n > MaxFailedCheckpoints {
 		j.FailedCheckpoints = slices.Delete(j.FailedCheckpoints, 0, n-MaxFailedCheckpoints)
