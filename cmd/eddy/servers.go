@@ -23,6 +23,7 @@ import (
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/dataflow/window"
 	"github.com/eddy-stream/eddy/host"
+	"github.com/eddy-stream/eddy/internal/metricsrv"
 	"github.com/eddy-stream/eddy/scheduler/coordinator"
 	"github.com/eddy-stream/eddy/scheduler/worker"
 )
@@ -174,9 +175,13 @@ type server struct {
 	coord    *coordinator.Coordinator
 	worker   *worker.Worker
 	log      *slog.Logger
+	metrics  *metricsrv.Server // --metrics, when set
 }
 
 func (s *server) stop() {
+	if s.metrics != nil {
+		_ = s.metrics.Close()
+	}
 	if s.worker != nil {
 		s.worker.Stop()
 	}
@@ -251,9 +256,11 @@ func waitSignal() {
 func cmdCoordinator(args []string, stdout, stderr io.Writer) error {
 	var cf coordinatorFlags
 	var tf tlsFlags
+	var mf metricsFlags
 	ef, err := serverFlags("coordinator", args, stderr, func(fs *flag.FlagSet) {
 		cf.register(fs, false)
 		tf.register(fs)
+		mf.register(fs)
 	})
 	if err != nil {
 		return err
@@ -280,6 +287,11 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) error {
 	// The addresses bound, also for port 0: what a script (or the tests)
 	// reads to reach a coordinator started on ports the kernel picked.
 	fmt.Fprintf(stdout, "coordinator %s serving on %s (raft %s)\n", cf.cfg.NodeID, s.coord.Addr(), s.coord.RaftAddr())
+	reg := newRegistry()
+	reg.MustRegister(s.coord.Collector())
+	if s.metrics, err = mf.serve("coordinator", metricsrv.Options{Gatherer: reg, Authorize: s.coord.AuthorizeMetrics, Ready: s.coord.Ready}, stdout); err != nil {
+		return err
+	}
 	if cf.cfg.Raft.Bootstrap {
 		printAdminToken(ctx, s.coord, stdout, stderr)
 	}
@@ -307,9 +319,11 @@ func printAdminToken(ctx context.Context, c *coordinator.Coordinator, stdout, st
 func cmdWorker(args []string, stdout, stderr io.Writer) error {
 	var wf workerFlags
 	var tf tlsFlags
+	var mf metricsFlags
 	ef, err := serverFlags("worker", args, stderr, func(fs *flag.FlagSet) {
 		wf.register(fs, false)
 		tf.register(fs)
+		mf.register(fs)
 	})
 	if err != nil {
 		return err
@@ -326,9 +340,19 @@ func cmdWorker(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer s.stop()
+	// The listener serves while the worker registers: /readyz says 503
+	// until it has. It is a cluster-internal port: no token (RATIONALE).
+	reg := newRegistry()
+	reg.MustRegister(s.engine.Collector())
+	var ready workerReady
+	if s.metrics, err = mf.serve("worker", metricsrv.Options{Gatherer: reg, Ready: ready.ready}, stdout); err != nil {
+		return err
+	}
 	if err := s.startWorker(ctx, &wf, strings.Split(wf.coordinators, ","), stdout); err != nil {
 		return err
 	}
+	reg.MustRegister(s.worker.Collector())
+	ready.w.Store(s.worker)
 	fmt.Fprintf(stdout, "worker %s with %d slots, data exchange on %s\n", s.worker.ID(), wf.cfg.Slots, s.worker.Addr())
 	waitSignal()
 	return nil
@@ -378,10 +402,12 @@ func cmdStandalone(args []string, stdout, stderr io.Writer) error {
 	var wf workerFlags
 	var cliContext string
 	var tf tlsFlags
+	var mf metricsFlags
 	ef, err := serverFlags("standalone", args, stderr, func(fs *flag.FlagSet) {
 		cf.register(fs, true)
 		wf.register(fs, true)
 		tf.register(fs)
+		mf.register(fs)
 		def := "local"
 		if v, ok := os.LookupEnv("EDDY_CLI_CONTEXT"); ok {
 			def = v
@@ -407,6 +433,12 @@ func cmdStandalone(args []string, stdout, stderr io.Writer) error {
 	}
 	defer s.stop()
 	fmt.Fprintf(stdout, "standalone: coordinator on %s, worker with %d slots, data exchange on %s\n", s.coord.Addr(), wf.cfg.Slots, s.worker.Addr())
+	reg := newRegistry()
+	reg.MustRegister(s.engine.Collector(), s.coord.Collector(), s.worker.Collector())
+	ready := func() error { return errors.Join(s.coord.Ready(), s.worker.Ready()) }
+	if s.metrics, err = mf.serve("standalone", metricsrv.Options{Gatherer: reg, Authorize: s.coord.AuthorizeMetrics, Ready: ready}, stdout); err != nil {
+		return err
+	}
 	if printAdminToken(context.Background(), s.coord, stdout, stderr) && cliContext != "" {
 		abs, _ := filepath.Abs(cf.cfg.AdminTokenFile)
 		if path, err := registerLocalContext(cliContext, s.coord.Addr(), abs, tf.tls.CA); err != nil {

@@ -12,7 +12,6 @@
 package metricsrv
 
 import (
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
@@ -121,26 +120,6 @@ func oneLine(err error) string {
 	}
 	return s
 }
-
-// BearerToken returns the token of an "Authorization: Bearer <token>"
-// header, or an error saying what is wrong with the header.
-func BearerToken(r *http.Request) (string, error) {
-	vals := r.Header.Values("Authorization")
-	switch {
-	case len(vals) == 0:
-		return "", ErrNoToken
-	case len(vals) > 1:
-		return "", errors.New("the request carries more than one Authorization header")
-	}
-	scheme, tok, ok := strings.Cut(vals[0], " ")
-	if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(tok) == "" {
-		return "", errors.New("the Authorization header is not \"Bearer <token>\"")
-	}
-	return strings.TrimSpace(tok), nil
-}
-
-// ErrNoToken is BearerToken's error for a request without a token.
-var ErrNoToken = errors.New("metricsrv: /metrics needs an API token: Authorization: Bearer <token>")
 
 // Server is a --metrics listener.
 type Server struct {

@@ -1,0 +1,132 @@
+package coordinator
+
+// The coordinator's Prometheus metrics, readiness and the authorization
+// of a scrape. Job series come from the FSM at scrape time (the counters
+// live in the replicated state, so they survive a change of leader) and
+// only the leader exports them, so that a cluster's series are not
+// counted once per member; every member exports its Raft series.
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc/status"
+
+	"github.com/eddy-stream/eddy/internal/metricsrv"
+	"github.com/eddy-stream/eddy/scheduler/fsm"
+)
+
+var (
+	jobLabels = []string{"tenant", "job", "name"}
+
+	descCheckpointsCompleted = prometheus.NewDesc("eddy_job_checkpoints_completed_total", "Checkpoints and savepoints of the job that completed.", jobLabels, nil)
+	descCheckpointsFailed    = prometheus.NewDesc("eddy_job_checkpoints_failed_total", "Checkpoints and savepoints of the job that failed.", jobLabels, nil)
+	descLastDuration         = prometheus.NewDesc("eddy_job_last_checkpoint_duration_seconds", "Duration of the job's latest completed checkpoint or savepoint.", jobLabels, nil)
+	descLastSize             = prometheus.NewDesc("eddy_job_last_checkpoint_size_bytes", "State bytes the job's latest completed checkpoint references (full size).", jobLabels, nil)
+	descLastIncremental      = prometheus.NewDesc("eddy_job_last_checkpoint_incremental_size_bytes", "Bytes uploaded for the job's latest completed checkpoint.", jobLabels, nil)
+	descRestarts             = prometheus.NewDesc("eddy_job_restarts_total", "Restarts of the job (RUNNING to RESTARTING).", jobLabels, nil)
+	descSwaps                = prometheus.NewDesc("eddy_job_swaps_total", "Hot swaps of the job by the state each reached: swapped, refused, failed, rolled_back.", append(append([]string(nil), jobLabels...), "outcome"), nil)
+	descJobRunning           = prometheus.NewDesc("eddy_job_running", "1 while the job is RUNNING, 0 while it waits for slots or restarts.", jobLabels, nil)
+)
+
+// swapOutcomes are the outcomes always exported (0 until one happens), so
+// that a query need not guess which exist.
+var swapOutcomes = []fsm.SwapState{fsm.SwapSwapped, fsm.SwapRefused, fsm.SwapFailed, fsm.SwapRolledBack}
+
+// Collector returns the collector of the coordinator's metrics: its Raft
+// member's, and, while it leads, its jobs'.
+func (c *Coordinator) Collector() prometheus.Collector { return (*collector)(c) }
+
+type collector Coordinator
+
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{descCheckpointsCompleted, descCheckpointsFailed, descLastDuration, descLastSize,
+		descLastIncremental, descRestarts, descSwaps, descJobRunning} {
+		ch <- d
+	}
+	if c.node != nil {
+		c.node.Collector().Describe(ch)
+	}
+}
+
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	co := (*Coordinator)(c)
+	if co.node == nil {
+		return
+	}
+	co.node.Collector().Collect(ch)
+	if !co.node.IsLeader() {
+		return
+	}
+	for _, j := range co.fsm.AllJobs() {
+		if j.State.Terminal() {
+			// Finished jobs leave the metrics, as in Flink; their history
+			// is in eddy job status.
+			continue
+		}
+		lv := []string{j.Tenant, j.ID, j.Name}
+		counter := func(d *prometheus.Desc, v float64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, v, lv...)
+		}
+		gauge := func(d *prometheus.Desc, v float64) {
+			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
+		}
+		counter(descCheckpointsCompleted, float64(j.CheckpointsCompleted))
+		counter(descCheckpointsFailed, float64(j.CheckpointsFailed))
+		counter(descRestarts, float64(j.Restarts))
+		running := 0.0
+		if j.State == fsm.JobRunning {
+			running = 1
+		}
+		gauge(descJobRunning, running)
+		if cp, ok := j.LatestCompleted(); ok {
+			gauge(descLastDuration, cp.Duration.Seconds())
+			gauge(descLastSize, float64(cp.FullSize))
+			gauge(descLastIncremental, float64(cp.IncrementalSize))
+		}
+		for _, o := range swapOutcomes {
+			ch <- prometheus.MustNewConstMetric(descSwaps, prometheus.CounterValue, float64(j.SwapOutcomes[o]),
+				j.Tenant, j.ID, j.Name, strings.ToLower(string(o)))
+		}
+	}
+}
+
+// Ready says whether this member is in a Raft group with a known leader:
+// nil, or why not.
+func (c *Coordinator) Ready() error {
+	if c.node == nil {
+		return errors.New("not started")
+	}
+	c.mu.Lock()
+	stopped := c.stopped
+	c.mu.Unlock()
+	if stopped {
+		return errors.New("shutting down")
+	}
+	if id, _ := c.node.Leader(); id == "" {
+		return errors.New("no known Raft leader (state " + c.node.State() + ")")
+	}
+	return nil
+}
+
+// AuthorizeMetrics decides what a scrape of /metrics may see, from its
+// "Authorization: Bearer <token>" header, checked as the Control service
+// checks a call's token against this member's FSM: an admin sees every
+// series, any other role its tenant's only. Its errors are one line and
+// never contain the token.
+func (c *Coordinator) AuthorizeMetrics(r *http.Request) (metricsrv.Scope, error) {
+	vals := r.Header.Values("Authorization")
+	if len(vals) == 0 {
+		return metricsrv.Scope{}, errors.New(noToken)
+	}
+	tok, err := c.checkToken(vals)
+	if err != nil {
+		return metricsrv.Scope{}, errors.New(status.Convert(err).Message())
+	}
+	if tok.Role == fsm.RoleAdmin {
+		return metricsrv.Scope{All: true}, nil
+	}
+	return metricsrv.Scope{Tenant: tok.Tenant}, nil
+}
