@@ -1,10 +1,11 @@
 package coordinator
 
 // The coordinator's Prometheus metrics, readiness and the authorization
-// of a scrape. Job series come from the FSM at scrape time (the counters
-// live in the replicated state, so they survive a change of leader) and
-// only the leader exports them, so that a cluster's series are not
-// counted once per member; every member exports its Raft series.
+// of a scrape. Job series come from the FSM at scrape time (restarts and
+// the last checkpoint from the replicated state; the checkpoint and swap
+// counters from what this member applied, fsm.JobCounters) and only the
+// leader exports them, so that a cluster's series are not counted once
+// per member; every member exports its Raft series.
 
 import (
 	"errors"
@@ -73,8 +74,9 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge := func(d *prometheus.Desc, v float64) {
 			ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, lv...)
 		}
-		counter(descCheckpointsCompleted, float64(j.CheckpointsCompleted))
-		counter(descCheckpointsFailed, float64(j.CheckpointsFailed))
+		n := co.fsm.JobCounters(j.ID)
+		counter(descCheckpointsCompleted, float64(n.CheckpointsCompleted))
+		counter(descCheckpointsFailed, float64(n.CheckpointsFailed))
 		counter(descRestarts, float64(j.Restarts))
 		running := 0.0
 		if j.State == fsm.JobRunning {
@@ -87,7 +89,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			gauge(descLastIncremental, float64(cp.IncrementalSize))
 		}
 		for _, o := range swapOutcomes {
-			ch <- prometheus.MustNewConstMetric(descSwaps, prometheus.CounterValue, float64(j.SwapOutcomes[o]),
+			ch <- prometheus.MustNewConstMetric(descSwaps, prometheus.CounterValue, float64(n.Swaps[o]),
 				j.Tenant, j.ID, j.Name, strings.ToLower(string(o)))
 		}
 	}

@@ -386,7 +386,7 @@ func (a *applier) endSwap(c *EndSwap) (any, error) {
 }
 
 func (a *applier) endSwapAs(j *Job, s *Swap, state SwapState, reason string) {
-	j.countSwap(state)
+	a.counts.job(j.ID).count(state)
 	s.State = state
 	s.Ended = a.at
 	s.Reason = reason
@@ -452,7 +452,7 @@ func (a *applier) swapCompleted(j *Job, done Checkpoint, pause time.Duration) {
 	if s == nil || s.ID != done.Swap {
 		return // unreachable while the trigger checks hold
 	}
-	j.countSwap(SwapSwapped)
+	a.counts.job(j.ID).count(SwapSwapped)
 	s.State = SwapSwapped
 	s.Ended = a.at
 	s.SavepointLocation = done.Location
@@ -525,13 +525,4 @@ func checkSwaps(j *Job) error {
 		}
 	}
 	return nil
-}
-
-// countSwap counts a swap reaching state, for the swaps-by-outcome metric
-// (Swaps is bounded history; this never forgets).
-func (j *Job) countSwap(state SwapState) {
-	if j.SwapOutcomes == nil {
-		j.SwapOutcomes = map[SwapState]uint64{}
-	}
-	j.SwapOutcomes[state]++
 }

@@ -192,15 +192,6 @@ type Job struct {
 	Swaps []Swap `json:"swaps,omitempty"`
 	// SwapSeq is the id of the last swap begun.
 	SwapSeq uint64 `json:"swap_seq,omitempty"`
-
-	// CheckpointsCompleted and CheckpointsFailed count the job's
-	// checkpoints and savepoints that completed or failed, and
-	// SwapOutcomes its swaps by the state each reached (a swap rolled
-	// back counts as SWAPPED, then ROLLED_BACK): the metrics, kept in the
-	// FSM so that they survive a change of leader.
-	CheckpointsCompleted uint64               `json:"checkpoints_completed,omitempty"`
-	CheckpointsFailed    uint64               `json:"checkpoints_failed,omitempty"`
-	SwapOutcomes         map[SwapState]uint64 `json:"swap_outcomes,omitempty"`
 }
 
 // MaxFailedCheckpoints bounds Job.FailedCheckpoints.
@@ -282,7 +273,6 @@ func (j *Job) clone() Job {
 	c.CheckpointsToDelete = slices.Clone(j.CheckpointsToDelete)
 	c.Overrides = cloneOverrides(j.Overrides)
 	c.Swaps = cloneSwaps(j.Swaps)
-	c.SwapOutcomes = maps.Clone(j.SwapOutcomes)
 	return c
 }
 
