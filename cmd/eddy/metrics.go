@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/eddy-stream/eddy/internal/metricsrv"
+	"github.com/eddy-stream/eddy/proto/rpc"
 	"github.com/eddy-stream/eddy/scheduler/worker"
 )
 
@@ -32,17 +33,29 @@ func newRegistry() *prometheus.Registry {
 	return reg
 }
 
-// serveMetrics starts the listener, when --metrics is set, and prints
-// where it serves.
-func (m *metricsFlags) serve(what string, o metricsrv.Options, stdout io.Writer) (*metricsrv.Server, error) {
+// check refuses a plaintext --metrics beyond loopback, before anything
+// starts.
+func (m *metricsFlags) check(tf *tlsFlags, creds *rpc.Credentials) error {
+	if m.addr == "" {
+		return nil
+	}
+	return tf.checkListen(creds, "--metrics", m.addr)
+}
+
+// serve starts the listener, when --metrics is set, and prints where it
+// serves. With the cluster's TLS it serves HTTPS with the member
+// certificate (a scraper needs the CA, no certificate of its own);
+// without, plaintext on loopback only unless --insecure, as the other
+// listeners: a scrape of the coordinator carries a token.
+func (m *metricsFlags) serve(what string, o metricsrv.Options, creds *rpc.Credentials, stdout io.Writer) (*metricsrv.Server, error) {
 	if m.addr == "" {
 		return nil, nil
 	}
-	srv, err := metricsrv.Listen(m.addr, o)
+	srv, err := metricsrv.Listen(m.addr, o, creds.ServerConfig(rpc.VerifyIfGiven))
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(stdout, "%s metrics on http://%s/metrics\n", what, srv.Addr())
+	fmt.Fprintf(stdout, "%s metrics on %s\n", what, srv.URL())
 	return srv, nil
 }
 

@@ -1,8 +1,10 @@
 package main
 
 import (
+	"crypto/tls"
 	"io"
 	"net/http"
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -20,7 +22,7 @@ import (
 // running real jobs, and read what they serve with the Prometheus text
 // parser.
 
-var metricsLine = regexp.MustCompile(`(?m)^(?:coordinator|worker|standalone) metrics on http://(\S+)/metrics\n`)
+var metricsLine = regexp.MustCompile(`(?m)^(?:coordinator|worker|standalone) metrics on https?://(\S+)/metrics\n`)
 
 // meteredJob has a Wasm operator with keyed state, a keyed window and
 // checkpoints; its generator is bounded but far from its end, so that it
@@ -318,4 +320,109 @@ func TestMetricsCluster(t *testing.T) {
 	if code, _ := get(t, "http://"+cm+"/healthz", ""); code != http.StatusOK {
 		t.Errorf("coordinator /healthz: %d", code)
 	}
+}
+
+// TestMetricsStandalone: one listener serves the coordinator's, the
+// worker's and the Wasm series of a standalone process, behind the same
+// token check; --metrics with a bad address is one line.
+func TestMetricsStandalone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a standalone process")
+	}
+	dir := t.TempDir()
+	p, cli := standaloneProc(t, dir, "--data-dir", filepath.Join(dir, "data"), "--metrics", "127.0.0.1:0")
+	addr := p.addr(t, metricsLine)
+	testkit.Eventually(t, 30*time.Second, "standalone ready", func() bool {
+		code, _ := get(t, "http://"+addr+"/readyz", "")
+		return code == http.StatusOK
+	})
+	if r := cli("module", "upload", filepath.Join(repoRoot(t), "udfs/build/counter-c.wasm"), "--name", "counter"); r.code != 0 {
+		t.Fatalf("upload: %s", r.stderr)
+	}
+	spec, _ := inlineSpec(t, meteredJob)
+	r := cli("job", "submit", spec)
+	if r.code != 0 {
+		t.Fatalf("submit: %s", r.stderr)
+	}
+	job := map[string]string{"tenant": "default", "job": strings.TrimSpace(r.stdout)}
+	testkit.Eventually(t, 60*time.Second, "task, Wasm and checkpoint series", func() bool {
+		mfs := scrape(t, addr, testToken)
+		return value(mfs, "eddy_task_records_in_total", job) > 0 && value(mfs, "eddy_wasm_calls_total", job) > 0 &&
+			value(mfs, "eddy_job_checkpoints_completed_total", job) > 0 && value(mfs, "eddy_worker_registered", nil) == 1
+	})
+	if code, body := get(t, "http://"+addr+"/metrics", ""); code != http.StatusUnauthorized {
+		t.Fatalf("no token: %d %s", code, body)
+	}
+
+	bad := eddy(t, "standalone", "--data-dir", filepath.Join(dir, "bad"), "--api", "127.0.0.1:0", "--data", "127.0.0.1:0", "--metrics", "127.0.0.1:99999")
+	if bad.code == 0 || !strings.Contains(bad.stderr, "metrics: listen on 127.0.0.1:99999") || strings.Count(strings.TrimSpace(bad.stderr), "\n") > 0 {
+		t.Fatalf("bad --metrics: %d %q", bad.code, bad.stderr)
+	}
+}
+
+// TestMetricsListener: plaintext --metrics beyond loopback is refused with
+// one line before anything starts; with the cluster's TLS the listener
+// serves HTTPS with the member certificate, and the token check stands.
+func TestMetricsListener(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a standalone process")
+	}
+	dir := t.TempDir()
+	for _, args := range [][]string{
+		{"worker", "--metrics", "0.0.0.0:0"},
+		{"coordinator", "--api", "127.0.0.1:0", "--raft", "127.0.0.1:0", "--bootstrap", "--metrics", ":0"},
+		{"standalone", "--api", "127.0.0.1:0", "--metrics", "0.0.0.0:0"},
+	} {
+		r := eddy(t, append(args, "--data-dir", filepath.Join(dir, "refused"))...)
+		if r.code != 2 || !strings.Contains(r.stderr, "--metrics") || !strings.Contains(r.stderr, "refusing to listen beyond loopback without TLS") || strings.Count(r.stderr, "\n") != 1 {
+			t.Errorf("%s: exit %d, stderr %q; want 2 and one line", args[0], r.code, r.stderr)
+		}
+	}
+
+	certs := filepath.Join(dir, "certs")
+	if r := eddy(t, "certs", "init", certs); r.code != 0 {
+		t.Fatal(r.stderr)
+	}
+	p := startProc(t, dir, "standalone", "standalone", "--api", "127.0.0.1:0", "--data-dir", filepath.Join(dir, "data"),
+		"--certs", certs, "--metrics", "127.0.0.1:0")
+	b, _ := waitLog(t, p, metricsLine)
+	if !strings.Contains(b, "standalone metrics on https://") {
+		t.Fatalf("not HTTPS: %s", b)
+	}
+	addr := p.addr(t, metricsLine)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: loadPool(t, filepath.Join(certs, "ca.pem"))}}}
+	fetch := func(path, token string) int {
+		req, _ := http.NewRequest(http.MethodGet, "https://"+addr+path, nil)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("GET %s: %v", path, err)
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	testkit.Eventually(t, 30*time.Second, "ready over HTTPS", func() bool { return fetch("/readyz", "") == http.StatusOK })
+	if code := fetch("/metrics", ""); code != http.StatusUnauthorized {
+		t.Errorf("HTTPS /metrics without a token: %d", code)
+	}
+	if code := fetch("/metrics", testToken); code != http.StatusOK {
+		t.Errorf("HTTPS /metrics with the admin token: %d", code)
+	}
+	// A plaintext request gets net/http's 400 for HTTP to an HTTPS server.
+	if code, _ := get(t, "http://"+addr+"/healthz", ""); code != http.StatusBadRequest {
+		t.Errorf("the TLS listener answered plaintext with %d", code)
+	}
+}
+
+// waitLog returns p's log once re matches it.
+func waitLog(t testing.TB, p *proc, re *regexp.Regexp) (string, []string) {
+	t.Helper()
+	p.addr(t, re)
+	b, err := os.ReadFile(p.log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b), re.FindStringSubmatch(string(b))
 }

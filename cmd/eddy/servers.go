@@ -271,6 +271,9 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) error {
 	if err := tf.checkListen(cf.cfg.TLS, "--api", cf.cfg.APIAddr, "--raft", cf.cfg.Raft.BindAddr); err != nil {
 		return err
 	}
+	if err := mf.check(&tf, cf.cfg.TLS); err != nil {
+		return err
+	}
 	cf.dataDir = ef.dataDir
 	ctx := context.Background()
 	s, err := newServer(ctx, ef, stderr)
@@ -289,7 +292,7 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) error {
 	fmt.Fprintf(stdout, "coordinator %s serving on %s (raft %s)\n", cf.cfg.NodeID, s.coord.Addr(), s.coord.RaftAddr())
 	reg := newRegistry()
 	reg.MustRegister(s.coord.Collector())
-	if s.metrics, err = mf.serve("coordinator", metricsrv.Options{Gatherer: reg, Authorize: s.coord.AuthorizeMetrics, Ready: s.coord.Ready}, stdout); err != nil {
+	if s.metrics, err = mf.serve("coordinator", metricsrv.Options{Gatherer: reg, Authorize: s.coord.AuthorizeMetrics, Ready: s.coord.Ready}, cf.cfg.TLS, stdout); err != nil {
 		return err
 	}
 	if cf.cfg.Raft.Bootstrap {
@@ -334,6 +337,9 @@ func cmdWorker(args []string, stdout, stderr io.Writer) error {
 	if err := tf.checkListen(wf.cfg.TLS, "--data", wf.cfg.DataAddr); err != nil {
 		return err
 	}
+	if err := mf.check(&tf, wf.cfg.TLS); err != nil {
+		return err
+	}
 	ctx := context.Background()
 	s, err := newServer(ctx, ef, stderr)
 	if err != nil {
@@ -345,7 +351,7 @@ func cmdWorker(args []string, stdout, stderr io.Writer) error {
 	reg := newRegistry()
 	reg.MustRegister(s.engine.Collector())
 	var ready workerReady
-	if s.metrics, err = mf.serve("worker", metricsrv.Options{Gatherer: reg, Ready: ready.ready}, stdout); err != nil {
+	if s.metrics, err = mf.serve("worker", metricsrv.Options{Gatherer: reg, Ready: ready.ready}, wf.cfg.TLS, stdout); err != nil {
 		return err
 	}
 	if err := s.startWorker(ctx, &wf, strings.Split(wf.coordinators, ","), stdout); err != nil {
@@ -424,6 +430,9 @@ func cmdStandalone(args []string, stdout, stderr io.Writer) error {
 	if err := tf.checkListen(cf.cfg.TLS, "--api", cf.cfg.APIAddr, "--data", wf.cfg.DataAddr); err != nil {
 		return err
 	}
+	if err := mf.check(&tf, cf.cfg.TLS); err != nil {
+		return err
+	}
 	if ef.dataDir == "" {
 		return usageError{errors.New("--data-dir is required")}
 	}
@@ -436,7 +445,7 @@ func cmdStandalone(args []string, stdout, stderr io.Writer) error {
 	reg := newRegistry()
 	reg.MustRegister(s.engine.Collector(), s.coord.Collector(), s.worker.Collector())
 	ready := func() error { return errors.Join(s.coord.Ready(), s.worker.Ready()) }
-	if s.metrics, err = mf.serve("standalone", metricsrv.Options{Gatherer: reg, Authorize: s.coord.AuthorizeMetrics, Ready: ready}, stdout); err != nil {
+	if s.metrics, err = mf.serve("standalone", metricsrv.Options{Gatherer: reg, Authorize: s.coord.AuthorizeMetrics, Ready: ready}, cf.cfg.TLS, stdout); err != nil {
 		return err
 	}
 	if printAdminToken(context.Background(), s.coord, stdout, stderr) && cliContext != "" {

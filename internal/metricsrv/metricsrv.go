@@ -12,6 +12,7 @@
 package metricsrv
 
 import (
+	"crypto/tls"
 	"fmt"
 	"net"
 	"net/http"
@@ -113,36 +114,48 @@ func labelValue(m *dto.Metric, name string) string {
 	return ""
 }
 
+// oneLine is err's message on one line: joined errors (a standalone's
+// coordinator and worker readiness) separated by "; ".
 func oneLine(err error) string {
-	s := err.Error()
-	if i := strings.IndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	}
-	return s
+	return strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", "; ")
 }
 
 // Server is a --metrics listener.
 type Server struct {
 	lis net.Listener
 	srv *http.Server
+	tls bool
 }
 
 // Listen binds addr (port 0: one the kernel picks) and serves the
-// handlers of o on it until Close.
-func Listen(addr string, o Options) (*Server, error) {
+// handlers of o on it until Close: HTTPS with tlsConfig, plain HTTP when
+// it is nil.
+func Listen(addr string, o Options, tlsConfig *tls.Config) (*Server, error) {
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics: listen on %s: %w", addr, err)
 	}
+	if tlsConfig != nil {
+		lis = tls.NewListener(lis, tlsConfig)
+	}
 	mux := http.NewServeMux()
 	Mount(mux, o)
-	s := &Server{lis: lis, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}}
+	s := &Server{lis: lis, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, tls: tlsConfig != nil}
 	go func() { _ = s.srv.Serve(lis) }()
 	return s, nil
 }
 
 // Addr is the address bound.
 func (s *Server) Addr() string { return s.lis.Addr().String() }
+
+// URL is where /metrics is served.
+func (s *Server) URL() string {
+	scheme := "http"
+	if s.tls {
+		scheme = "https"
+	}
+	return scheme + "://" + s.Addr() + "/metrics"
+}
 
 // Close stops serving.
 func (s *Server) Close() error { return s.srv.Close() }

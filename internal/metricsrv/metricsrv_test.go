@@ -52,7 +52,7 @@ func TestMount(t *testing.T) {
 		body              string   // contained, for answers that are not metrics
 		series            []string // exactly these series, for metrics
 	}{
-		{name: "no token", path: "/metrics", code: 401, body: "this call needs an API token\n"},
+		{name: "no token", path: "/metrics", code: 401, body: "this call needs an API token; second line\n"},
 		{name: "admin", path: "/metrics", token: "admin", code: 200, series: []string{"eddy_test_records_total/a", "eddy_test_records_total/b", "eddy_test_up/"}},
 		{name: "tenant a", path: "/metrics", token: "a", code: 200, series: []string{"eddy_test_records_total/a"}},
 		{name: "empty tenant sees nothing", path: "/metrics", token: "nobody", code: 200, series: []string{}},
