@@ -296,9 +296,17 @@ func TestMetricsCluster(t *testing.T) {
 	if _, ok := all["go_goroutines"]; !ok {
 		t.Error("admin does not see the process's own series")
 	}
-	onlyA := scrape(t, cm, devA)
+	var onlyA map[string]*dto.MetricFamily
+	// Its tasks too, as the worker reported them with its heartbeats.
+	testkit.Eventually(t, 30*time.Second, "acme's token to see its tasks' records", func() bool {
+		onlyA = scrape(t, cm, devA)
+		return value(onlyA, "eddy_job_task_records_in_total", map[string]string{"tenant": "acme", "task": "txns[0]", "worker": "w1"}) > 0
+	})
 	if len(series(onlyA, "eddy_job_checkpoints_completed_total", map[string]string{"tenant": "acme"})) != 1 {
 		t.Error("acme's token does not see acme's job")
+	}
+	if len(series(all, "eddy_job_task_records_in_total", map[string]string{"tenant": "beta"})) == 0 {
+		t.Error("admin does not see beta's tasks")
 	}
 	for name, mf := range onlyA {
 		for _, m := range mf.GetMetric() {

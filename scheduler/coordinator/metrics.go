@@ -9,6 +9,7 @@ package coordinator
 
 import (
 	"errors"
+	"math"
 	"net/http"
 	"strings"
 
@@ -30,6 +31,16 @@ var (
 	descRestarts             = prometheus.NewDesc("eddy_job_restarts_total", "Restarts of the job (RUNNING to RESTARTING).", jobLabels, nil)
 	descSwaps                = prometheus.NewDesc("eddy_job_swaps_total", "Hot swaps of the job by the state each reached: swapped, refused, failed, rolled_back.", append(append([]string(nil), jobLabels...), "outcome"), nil)
 	descJobRunning           = prometheus.NewDesc("eddy_job_running", "1 while the job is RUNNING, 0 while it waits for slots or restarts.", jobLabels, nil)
+
+	// The tasks as the workers last reported them with their heartbeats:
+	// what a tenant sees of its tasks through the coordinator (a worker's
+	// own, finer eddy_task_* series are on its cluster-internal port).
+	reportLabels      = append(append([]string(nil), jobLabels...), "task", "worker")
+	descReportIn      = prometheus.NewDesc("eddy_job_task_records_in_total", "Records a task of the job's current attempt read, as its worker last reported.", reportLabels, nil)
+	descReportOut     = prometheus.NewDesc("eddy_job_task_records_out_total", "Records a task of the job's current attempt wrote, as its worker last reported.", reportLabels, nil)
+	descReportBP      = prometheus.NewDesc("eddy_job_task_backpressure_ratio", "Share of its run time a task spent backpressured, in [0, 1], as its worker last reported.", reportLabels, nil)
+	descReportWM      = prometheus.NewDesc("eddy_job_task_watermark_milliseconds", "A task's watermark, ms since the epoch, as its worker last reported (absent before the first).", reportLabels, nil)
+	descReportPending = prometheus.NewDesc("eddy_job_task_source_pending_records", "Records waiting for a source task, as its worker last reported (absent when unknown).", reportLabels, nil)
 )
 
 // swapOutcomes are the outcomes always exported (0 until one happens), so
@@ -44,7 +55,7 @@ type collector Coordinator
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCheckpointsCompleted, descCheckpointsFailed, descLastDuration, descLastSize,
-		descLastIncremental, descRestarts, descSwaps, descJobRunning} {
+		descLastIncremental, descRestarts, descSwaps, descJobRunning, descReportIn, descReportOut, descReportBP, descReportWM, descReportPending} {
 		ch <- d
 	}
 	if c.node != nil {
@@ -60,6 +71,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	co.node.Collector().Collect(ch)
 	if !co.node.IsLeader() {
 		return
+	}
+	co.mu.Lock()
+	t := co.term
+	co.mu.Unlock()
+	var idx reportIndex
+	if t != nil {
+		idx = t.index(co.fsm.Workers())
 	}
 	for _, j := range co.fsm.AllJobs() {
 		if j.State.Terminal() {
@@ -91,6 +109,29 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		for _, o := range swapOutcomes {
 			ch <- prometheus.MustNewConstMetric(descSwaps, prometheus.CounterValue, float64(n.Swaps[o]),
 				j.Tenant, j.ID, j.Name, strings.ToLower(string(o)))
+		}
+		if idx.tasks != nil && j.State == fsm.JobRunning {
+			reportMetrics(ch, &j, idx)
+		}
+	}
+}
+
+// reportMetrics exports the task reports of a running job's attempt.
+func reportMetrics(ch chan<- prometheus.Metric, j *fsm.Job, idx reportIndex) {
+	for _, task := range j.Tasks {
+		m := idx.tasks[taskKey{j.ID, j.Attempt, task}].GetMetrics()
+		if m == nil {
+			continue
+		}
+		lv := []string{j.Tenant, j.ID, j.Name, task, j.Deployment[task]}
+		ch <- prometheus.MustNewConstMetric(descReportIn, prometheus.CounterValue, float64(m.GetRecordsIn()), lv...)
+		ch <- prometheus.MustNewConstMetric(descReportOut, prometheus.CounterValue, float64(m.GetRecordsOut()), lv...)
+		ch <- prometheus.MustNewConstMetric(descReportBP, prometheus.GaugeValue, m.GetBackpressureRatio(), lv...)
+		if wm := m.GetWatermarkMs(); wm != math.MinInt64 && wm != math.MaxInt64 {
+			ch <- prometheus.MustNewConstMetric(descReportWM, prometheus.GaugeValue, float64(wm), lv...)
+		}
+		if m.PendingRecords != nil {
+			ch <- prometheus.MustNewConstMetric(descReportPending, prometheus.GaugeValue, float64(m.GetPendingRecords()), lv...)
 		}
 	}
 }
