@@ -131,9 +131,8 @@ type TaskStat struct {
 	// with the job, what the task's metrics are labelled by.
 	Node    string
 	Subtask int
-	// BytesIn and BytesOut are the key and value bytes of the batches
-	// counted by RecordsIn and RecordsOut (the batches' arenas: a cost
-	// per batch, not per record).
+	// BytesIn and BytesOut are the key and value bytes of the records
+	// counted by RecordsIn and RecordsOut.
 	BytesIn, BytesOut int64
 	// Idle is the time the task waited for input on its input gate (0 for
 	// a source task: a source's waits are its own), Busy the rest of its
