@@ -25,14 +25,14 @@ type MetricLabels struct {
 // callBuckets are the upper bounds, in seconds, of the call duration
 // histogram: a batch call takes microseconds, a runaway one up to the
 // deadline (seconds).
-var callBuckets = []float64{1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1, 0.5, 1, 5}
+var callBuckets = [...]float64{1e-5, 5e-5, 1e-4, 5e-4, 1e-3, 5e-3, 0.01, 0.05, 0.1, 0.5, 1, 5}
 
 // exportStats counts the calls of one export of one instance.
 type exportStats struct {
 	export              string
 	calls, traps, dline atomic.Uint64
 	sumNanos            atomic.Uint64
-	buckets             [12 + 1]atomic.Uint64 // one per callBuckets bound, then +Inf
+	buckets             [len(callBuckets) + 1]atomic.Uint64 // one per callBuckets bound, then +Inf
 }
 
 func (s *exportStats) observe(d time.Duration) {

@@ -305,6 +305,9 @@ func TestMetricsCluster(t *testing.T) {
 	if len(series(onlyA, "eddy_job_checkpoints_completed_total", map[string]string{"tenant": "acme"})) != 1 {
 		t.Error("acme's token does not see acme's job")
 	}
+	if v := value(onlyA, "eddy_job_task_bytes_in_total", map[string]string{"tenant": "acme", "task": "txns[0]"}); v <= 0 {
+		t.Errorf("acme's reported source bytes %v, want > 0", v)
+	}
 	if len(series(all, "eddy_job_task_records_in_total", map[string]string{"tenant": "beta"})) == 0 {
 		t.Error("admin does not see beta's tasks")
 	}

@@ -35,12 +35,14 @@ var (
 	// The tasks as the workers last reported them with their heartbeats:
 	// what a tenant sees of its tasks through the coordinator (a worker's
 	// own, finer eddy_task_* series are on its cluster-internal port).
-	reportLabels      = append(append([]string(nil), jobLabels...), "task", "worker")
-	descReportIn      = prometheus.NewDesc("eddy_job_task_records_in_total", "Records a task of the job's current attempt read, as its worker last reported.", reportLabels, nil)
-	descReportOut     = prometheus.NewDesc("eddy_job_task_records_out_total", "Records a task of the job's current attempt wrote, as its worker last reported.", reportLabels, nil)
-	descReportBP      = prometheus.NewDesc("eddy_job_task_backpressure_ratio", "Share of its run time a task spent backpressured, in [0, 1], as its worker last reported.", reportLabels, nil)
-	descReportWM      = prometheus.NewDesc("eddy_job_task_watermark_milliseconds", "A task's watermark, ms since the epoch, as its worker last reported (absent before the first).", reportLabels, nil)
-	descReportPending = prometheus.NewDesc("eddy_job_task_source_pending_records", "Records waiting for a source task, as its worker last reported (absent when unknown).", reportLabels, nil)
+	reportLabels       = append(append([]string(nil), jobLabels...), "task", "worker")
+	descReportIn       = prometheus.NewDesc("eddy_job_task_records_in_total", "Records a task of the job's current attempt read, as its worker last reported.", reportLabels, nil)
+	descReportOut      = prometheus.NewDesc("eddy_job_task_records_out_total", "Records a task of the job's current attempt wrote, as its worker last reported.", reportLabels, nil)
+	descReportBytesIn  = prometheus.NewDesc("eddy_job_task_bytes_in_total", "Key and value bytes of the records a task read, as its worker last reported.", reportLabels, nil)
+	descReportBytesOut = prometheus.NewDesc("eddy_job_task_bytes_out_total", "Key and value bytes of the records a task wrote, as its worker last reported.", reportLabels, nil)
+	descReportBP       = prometheus.NewDesc("eddy_job_task_backpressure_ratio", "Share of its run time a task spent backpressured, in [0, 1], as its worker last reported.", reportLabels, nil)
+	descReportWM       = prometheus.NewDesc("eddy_job_task_watermark_milliseconds", "A task's watermark, ms since the epoch, as its worker last reported (absent before the first).", reportLabels, nil)
+	descReportPending  = prometheus.NewDesc("eddy_job_task_source_pending_records", "Records waiting for a source task, as its worker last reported (absent when unknown).", reportLabels, nil)
 )
 
 // swapOutcomes are the outcomes always exported (0 until one happens), so
@@ -55,7 +57,7 @@ type collector Coordinator
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descCheckpointsCompleted, descCheckpointsFailed, descLastDuration, descLastSize,
-		descLastIncremental, descRestarts, descSwaps, descJobRunning, descReportIn, descReportOut, descReportBP, descReportWM, descReportPending} {
+		descLastIncremental, descRestarts, descSwaps, descJobRunning, descReportIn, descReportOut, descReportBytesIn, descReportBytesOut, descReportBP, descReportWM, descReportPending} {
 		ch <- d
 	}
 	if c.node != nil {
@@ -126,6 +128,8 @@ func reportMetrics(ch chan<- prometheus.Metric, j *fsm.Job, idx reportIndex) {
 		lv := []string{j.Tenant, j.ID, j.Name, task, j.Deployment[task]}
 		ch <- prometheus.MustNewConstMetric(descReportIn, prometheus.CounterValue, float64(m.GetRecordsIn()), lv...)
 		ch <- prometheus.MustNewConstMetric(descReportOut, prometheus.CounterValue, float64(m.GetRecordsOut()), lv...)
+		ch <- prometheus.MustNewConstMetric(descReportBytesIn, prometheus.CounterValue, float64(m.GetBytesIn()), lv...)
+		ch <- prometheus.MustNewConstMetric(descReportBytesOut, prometheus.CounterValue, float64(m.GetBytesOut()), lv...)
 		ch <- prometheus.MustNewConstMetric(descReportBP, prometheus.GaugeValue, m.GetBackpressureRatio(), lv...)
 		if wm := m.GetWatermarkMs(); wm != math.MinInt64 && wm != math.MaxInt64 {
 			ch <- prometheus.MustNewConstMetric(descReportWM, prometheus.GaugeValue, float64(wm), lv...)

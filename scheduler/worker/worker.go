@@ -566,6 +566,7 @@ func (w *Worker) reports() []*eddyv1.TaskReport {
 			s, ok := stats[id]
 			if ok {
 				rep.Metrics = &eddyv1.TaskMetrics{RecordsIn: uint64(s.RecordsIn), RecordsOut: uint64(s.RecordsOut),
+					BytesIn: uint64(s.BytesIn), BytesOut: uint64(s.BytesOut),
 					BackpressureRatio: s.BackpressureRatio, WatermarkMs: s.Watermark}
 				if s.PendingRecords >= 0 {
 					rep.Metrics.PendingRecords = proto.Int64(s.PendingRecords)
