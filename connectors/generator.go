@@ -173,6 +173,15 @@ func (g *generator) Open(ctx context.Context, info stream.TaskInfo) error {
 	return nil
 }
 
+// PendingRecords is what a bounded generator has still to produce (the
+// source lag of its metrics); an unbounded one cannot tell.
+func (g *generator) PendingRecords() (int64, bool) {
+	if g.cfg.count == 0 || !g.open {
+		return 0, false
+	}
+	return int64(g.left), true
+}
+
 // Next appends up to limit records. It returns io.EOF together with the last
 // records of a bounded generator, and waits (honouring ctx) when a rate
 // is set.

@@ -126,6 +126,26 @@ type TaskStat struct {
 	// PendingRecords are the records waiting for the task's source
 	// (PendingReporter); -1 when it has none or cannot tell.
 	PendingRecords int64
+
+	// Node is the first node of the task's chain and Subtask its index:
+	// with the job, what the task's metrics are labelled by.
+	Node    string
+	Subtask int
+	// BytesIn and BytesOut are the key and value bytes of the records
+	// counted by RecordsIn and RecordsOut.
+	BytesIn, BytesOut int64
+	// Idle is the time the task waited for input on its input gate (0 for
+	// a source task: a source's waits are its own), Busy the rest of its
+	// run time that it was neither idle nor backpressured: Flink's
+	// idle/busy/backPressured time.
+	Idle, Busy time.Duration
+	// InputWatermark is the minimum of the watermarks of the task's
+	// active input channels (math.MinInt64 before one of each); for a
+	// source task, the watermark it generates, as Watermark.
+	InputWatermark int64
+	// LateDropped counts records dropped as late by the chain's windows
+	// (those without a late_output).
+	LateDropped int64
 }
 
 // taskMetrics are the live counters behind TaskStat, written by the task's
@@ -140,13 +160,23 @@ type taskMetrics struct {
 	start, end   atomic.Int64 // unix ns; end 0 while running
 	watermark    atomic.Int64
 	pending      atomic.Int64 // -1: unknown
+
+	node              string
+	subtask           int
+	hasInput          bool // reads an input gate (not a source task)
+	bytesIn, bytesOut atomic.Int64
+	idle              atomic.Int64 // ns, completed waits for input
+	idleSince         atomic.Int64 // unix ns of the wait in progress, 0 if none
+	inWatermark       atomic.Int64
+	late              atomic.Int64
 }
 
-func newTaskMetrics(id string) *taskMetrics {
-	m := &taskMetrics{id: id}
+func newTaskMetrics(id, node string, subtask int, hasInput bool) *taskMetrics {
+	m := &taskMetrics{id: id, node: node, subtask: subtask, hasInput: hasInput}
 	m.setState(TaskDeploying)
 	m.start.Store(time.Now().UnixNano())
 	m.watermark.Store(math.MinInt64)
+	m.inWatermark.Store(math.MinInt64)
 	m.pending.Store(-1)
 	return m
 }
@@ -163,22 +193,43 @@ func (m *taskMetrics) blockEnd() {
 	}
 }
 
+// idleStart and idleEnd bracket a wait for input.
+func (m *taskMetrics) idleStart() { m.idleSince.Store(time.Now().UnixNano()) }
+
+func (m *taskMetrics) idleEnd() {
+	since := m.idleSince.Swap(0)
+	if since != 0 {
+		m.idle.Add(time.Now().UnixNano() - since)
+	}
+}
+
 func (m *taskMetrics) stat() TaskStat {
 	now := time.Now().UnixNano()
 	blocked := m.blocked.Load()
 	if since := m.blockedSince.Load(); since != 0 && since < now {
 		blocked += now - since
 	}
+	idle := m.idle.Load()
+	if since := m.idleSince.Load(); since != 0 && since < now {
+		idle += now - since
+	}
 	end := m.end.Load()
 	if end == 0 {
 		end = now
 	}
 	ratio := 0.0
-	if run := end - m.start.Load(); run > 0 {
+	run := end - m.start.Load()
+	if run > 0 {
 		ratio = min(1, max(0, float64(blocked)/float64(run)))
 	}
+	inWM := m.inWatermark.Load()
+	if !m.hasInput {
+		inWM = m.watermark.Load()
+	}
 	st := TaskStat{ID: m.id, State: *m.state.Load(), RecordsIn: m.in.Load(), RecordsOut: m.out.Load(),
-		Backpressured: time.Duration(blocked), BackpressureRatio: ratio, Watermark: m.watermark.Load(), PendingRecords: m.pending.Load()}
+		Backpressured: time.Duration(blocked), BackpressureRatio: ratio, Watermark: m.watermark.Load(), PendingRecords: m.pending.Load(),
+		Node: m.node, Subtask: m.subtask, BytesIn: m.bytesIn.Load(), BytesOut: m.bytesOut.Load(),
+		Idle: time.Duration(idle), Busy: time.Duration(max(0, run-idle-blocked)), InputWatermark: inWM, LateDropped: m.late.Load()}
 	if e := m.err.Load(); e != nil {
 		st.Error, st.Err = (*e).Error(), *e
 	}
@@ -427,7 +478,7 @@ func (j *Job) StartDeployment(ctx context.Context, d Deployment, ex *Exchange) (
 			if !dep.local[id] {
 				continue
 			}
-			t := &task{job: j, chain: c, subtask: i, id: id, dep: dep, pool: pool, metrics: newTaskMetrics(id), input: dep.gates[id],
+			t := &task{job: j, chain: c, subtask: i, id: id, dep: dep, pool: pool, metrics: newTaskMetrics(id, c.head().node.Name, i, dep.gates[id] != nil), input: dep.gates[id],
 				cp: cp, restore: restore, swaps: taskSwaps[id]}
 			if t.input != nil {
 				t.input.onFail = fail

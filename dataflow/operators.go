@@ -64,11 +64,12 @@ type wasmOperator struct {
 func (w *wasmOperator) Open(ctx context.Context, info stream.TaskInfo) error {
 	st, _ := info.State.(state.Store) // nil for a node that is not keyed
 	cfg := host.InstanceConfig{
-		Name:   fmt.Sprintf("%s/%s[%d]", info.Job, info.Node, info.Subtask),
-		State:  st,
-		Logger: info.Logger,
-		Gate:   info.Gate,
-		Now:    info.Now,
+		Name:    fmt.Sprintf("%s/%s[%d]", info.Job, info.Node, info.Subtask),
+		State:   st,
+		Logger:  info.Logger,
+		Gate:    info.Gate,
+		Now:     info.Now,
+		Metrics: host.MetricLabels{Tenant: info.Tenant, Job: info.JobID, Node: info.Node, Subtask: info.Subtask},
 	}
 	inst, err := w.module.NewInstance(ctx, cfg)
 	if err != nil {

@@ -129,7 +129,7 @@ func (t *task) info(v *vertex) stream.TaskInfo {
 	if t.dep != nil && t.dep.JobID != "" {
 		jobID = t.dep.JobID
 	}
-	info := stream.TaskInfo{Job: t.job.spec.Name, JobID: jobID, Node: v.node.Name, Subtask: t.subtask, Parallelism: v.parallelism, MaxParallelism: t.job.spec.MaxParallelism,
+	info := stream.TaskInfo{Tenant: t.job.tenant, Job: t.job.spec.Name, JobID: jobID, Node: v.node.Name, Subtask: t.subtask, Parallelism: v.parallelism, MaxParallelism: t.job.spec.MaxParallelism,
 		Checkpointing: t.cp != nil, Logger: t.log, Gate: t.job.opts.Gate}
 	if t.job.opts.ManualProcessingTime {
 		info.Now = t.procNow.Load
@@ -522,9 +522,11 @@ func (t *task) runSource(ctx context.Context) error {
 			}
 			stats.Out.Add(int64(n))
 			t.metrics.in.Add(int64(n))
+			t.metrics.bytesIn.Add(payloadBytes(b))
 			if perr := t.push(ctx, b, 0); perr != nil {
 				return perr
 			}
+			t.countLate()
 		}
 		switch {
 		case clock != nil && clock.splits() > 0:
@@ -640,28 +642,35 @@ func (t *task) runGate(ctx context.Context) error {
 	for open > 0 {
 		m, replayed := t.align.next()
 		if !replayed {
+			// Waiting here is the task's idle time, until whatever ends
+			// the wait.
+			t.metrics.idleStart()
 			select {
 			case <-ctx.Done():
 				return ctx.Err()
 			case <-gate.failed:
 				return gate.err
 			case <-flush.channel(t):
+				t.metrics.idleEnd()
 				flush.fired()
 				if err := t.flushDue(ctx, time.Now()); err != nil {
 					return err
 				}
 				continue
 			case now := <-tick:
+				t.metrics.idleEnd()
 				if err := t.processingTime(ctx, now); err != nil {
 					return err
 				}
 				continue
 			case <-mail:
+				t.metrics.idleEnd()
 				if err := t.readMailbox(ctx); err != nil {
 					return err
 				}
 				continue
 			case m = <-gate.queue:
+				t.metrics.idleEnd()
 			}
 		}
 		aligning := t.align.active
@@ -686,9 +695,11 @@ func (t *task) runGate(ctx context.Context) error {
 		switch m.kind {
 		case msgBatch:
 			t.metrics.in.Add(int64(m.batch.Len()))
+			t.metrics.bytesIn.Add(payloadBytes(m.batch))
 			if err := t.push(ctx, m.batch, 0); err != nil {
 				return err
 			}
+			t.countLate()
 			if err := t.checkStateSize(); err != nil {
 				return err
 			}
@@ -739,10 +750,43 @@ func (t *task) combineWatermarks(ctx context.Context) error {
 		}
 		return nil
 	}
+	t.metrics.inWatermark.Store(wm)
 	if wm > t.wm && wm != math.MaxInt64 {
 		return t.advanceWatermark(ctx, wm)
 	}
 	return t.leaveIdle(ctx)
+}
+
+// payloadBytes is the key and value bytes of b's records: a batch that
+// buffers coalesced holds records that point into other batches, so its
+// arena does not tell. A loop of two lengths a record, for the metrics.
+func payloadBytes(b *stream.Batch) int64 {
+	var n int
+	for i := range b.Records {
+		n += len(b.Records[i].Key) + len(b.Records[i].Value)
+	}
+	return int64(n)
+}
+
+// lateCounter is a stage that drops late records (a window without a
+// late_output).
+type lateCounter interface{ Dropped() int64 }
+
+// countLate publishes the late records the chain's windows dropped so far.
+// Windows count them on the task's goroutine; this copies the sum where
+// a scrape can read it, once per batch.
+func (t *task) countLate() {
+	var n int64
+	found := false
+	for k := range t.stages {
+		if lc, ok := t.stages[k].op.(lateCounter); ok {
+			n += lc.Dropped()
+			found = true
+		}
+	}
+	if found {
+		t.metrics.late.Store(n)
+	}
 }
 
 // leaveIdle tells the consumers of a task that said it was idle that it
@@ -860,6 +904,7 @@ func (t *task) push(ctx context.Context, b *stream.Batch, from int) error {
 		st.v.stats.In.Add(int64(b.Len()))
 		if _, sink := st.op.(*sinkOperator); sink {
 			t.metrics.out.Add(int64(b.Len()))
+			t.metrics.bytesOut.Add(payloadBytes(b))
 		}
 		st.out.Reset()
 		if err := st.op.Process(ctx, b, st.out); err != nil {
@@ -925,6 +970,7 @@ func (t *task) send(ctx context.Context, outs []*output, b *stream.Batch) error 
 	for _, o := range outs {
 		idx := t.outputIndex(o)
 		t.metrics.out.Add(int64(b.Len()))
+		t.metrics.bytesOut.Add(payloadBytes(b))
 		if o.mode != hashKey {
 			if err := t.buffer(ctx, idx, 0, b); err != nil {
 				return err

@@ -13,8 +13,11 @@ import (
 // deadline), the guest's re-encoding, one emit and its decode; without a
 // gate and with one that admits at once, the cost of the hook itself.
 func BenchmarkEchoBatch(b *testing.B) {
-	b.Run("gate=none", func(b *testing.B) { benchEchoBatch(b, nil) })
-	b.Run("gate=open", func(b *testing.B) { benchEchoBatch(b, newCountingGate()) })
+	b.Run("gate=none", func(b *testing.B) { benchEchoBatch(b, nil, false) })
+	b.Run("gate=open", func(b *testing.B) { benchEchoBatch(b, newCountingGate(), false) })
+	// The cost of the call metrics (metrics.go): the same calls uncounted,
+	// alternating with gate=none under -count.
+	b.Run("gate=none,metrics=off", func(b *testing.B) { benchEchoBatch(b, nil, true) })
 }
 
 // countingGate admits every call at once and counts them.
@@ -34,10 +37,10 @@ func (g *countingGate) Acquire(context.Context) (func(), error) {
 	return g.release, nil
 }
 
-func benchEchoBatch(b *testing.B, gate Gate) {
+func benchEchoBatch(b *testing.B, gate Gate, noMetrics bool) {
 	const batchSize = 256
 	e := newTestEngine(b, Config{})
-	i, err := loadFixture(b, e, "echo").NewInstance(context.Background(), InstanceConfig{Name: "bench/echo[0]", Gate: gate})
+	i, err := loadFixture(b, e, "echo").NewInstance(context.Background(), InstanceConfig{Name: "bench/echo[0]", Gate: gate, noMetrics: noMetrics})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -53,6 +53,8 @@ type Engine struct {
 	running   atomic.Int64
 	drained   chan struct{}
 	drainOnce sync.Once
+
+	metrics engineMetrics // of guest calls (metrics.go)
 }
 
 // NewEngine starts a runtime configured by cfg. Zero fields of cfg take

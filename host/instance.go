@@ -46,6 +46,12 @@ type InstanceConfig struct {
 	// processing_time import returns. nil: the wall clock. The local
 	// harness (dataflow/localrun) drives it from a test's script.
 	Now func() int64
+	// Metrics labels the instance's series (Engine.Collector).
+	Metrics MetricLabels
+
+	// noMetrics: an instance that is not a task's (Compile's probe) has
+	// no series.
+	noMetrics bool
 }
 
 // Gate admits guest calls: Acquire returns once the call may run, and the
@@ -140,6 +146,8 @@ type Instance struct {
 	state  lifecycle
 	err    error // sticky: why the instance is unusable
 	closed bool
+
+	stats *instanceStats // nil: no metrics (a probe)
 }
 
 type instanceKey struct{}
@@ -211,6 +219,10 @@ func (m *Module) newInstance(ctx context.Context, cfg InstanceConfig, name, who 
 	if !e.register(i) {
 		i.Close()
 		return nil, markf([]error{ErrClosed}, "module %s: engine is closed", m.name)
+	}
+	if !cfg.noMetrics {
+		i.stats = &instanceStats{labels: cfg.Metrics, module: m.name}
+		e.metrics.add(i.stats)
 	}
 	i.mem = wmod.ExportedMemory(abi.ExportMemory)
 	i.fnAlloc = wmod.ExportedFunction(abi.ExportAlloc)
@@ -327,6 +339,9 @@ func (i *Instance) release() error {
 	wmod := i.wmod
 	i.wmod, i.mem, i.out = nil, nil, nil
 	i.module.engine.unregister(i)
+	if i.stats != nil {
+		i.module.engine.metrics.retire(i.stats)
+	}
 	if i.module.engine.closed.Load() {
 		return nil // Engine.Close released it already.
 	}
@@ -453,7 +468,9 @@ func (i *Instance) call(export string, fn api.Function, emit func([]abi.Record))
 	i.failMsg, i.hostErr = "", nil
 	i.emitted = emitted{}
 	i.timer.Reset(i.timeout)
+	start := time.Now()
 	err := fn.CallWithStack(i.ctx, i.stack)
+	took := time.Since(start)
 	if !i.timer.Stop() {
 		// It fired. Wait for its function to finish, so that the flag is
 		// set by the time the instance is released.
@@ -475,10 +492,28 @@ func (i *Instance) call(export string, fn api.Function, emit func([]abi.Record))
 		// any later call would trap at once.
 		err = errors.New("interrupted")
 	}
+	if i.stats != nil {
+		i.count(export, took, err != nil, interrupted)
+	}
 	if err != nil {
 		return i.fail(i.callError(export, err, interrupted))
 	}
 	return nil
+}
+
+// count records one guest call in the instance's metrics.
+func (i *Instance) count(export string, took time.Duration, trapped, interrupted bool) {
+	es := i.stats.forExport(export)
+	es.observe(took)
+	if trapped {
+		es.traps.Add(1)
+	}
+	if interrupted {
+		es.dline.Add(1)
+	}
+	if i.mem != nil {
+		i.stats.memory.Store(uint64(i.mem.Size()))
+	}
 }
 
 // expire is the timer's function: the call in progress ran out of time.

@@ -150,7 +150,7 @@ func (m *Module) checkImports() []string {
 // over (a trap in _initialize, a start function that loops) also refuses
 // the module.
 func (m *Module) probe(ctx context.Context) error {
-	inst, err := m.newInstance(ctx, InstanceConfig{}, m.name+" (probe)", "module "+m.name+": probe instance")
+	inst, err := m.newInstance(ctx, InstanceConfig{noMetrics: true}, m.name+" (probe)", "module "+m.name+": probe instance")
 	if err != nil {
 		return mark(err, ErrInvalidModule)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/dataflow/window"
 	"github.com/eddy-stream/eddy/host"
+	"github.com/eddy-stream/eddy/internal/metricsrv"
 	"github.com/eddy-stream/eddy/scheduler/coordinator"
 	"github.com/eddy-stream/eddy/scheduler/worker"
 )
@@ -179,9 +180,13 @@ type server struct {
 	coord    *coordinator.Coordinator
 	worker   *worker.Worker
 	log      *slog.Logger
+	metrics  *metricsrv.Server // --metrics, when set
 }
 
 func (s *server) stop() {
+	if s.metrics != nil {
+		_ = s.metrics.Close()
+	}
 	if s.worker != nil {
 		s.worker.Stop()
 	}
@@ -258,10 +263,12 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) error {
 	var tf tlsFlags
 	var httpAddr string
 	var parsed *flag.FlagSet
+	var mf metricsFlags
 	ef, err := serverFlags("coordinator", args, stderr, func(fs *flag.FlagSet) {
 		cf.register(fs, false)
 		tf.register(fs)
 		fs.StringVar(&httpAddr, "http", "", httpFlagUsage)
+		mf.register(fs)
 		parsed = fs
 	})
 	if err != nil {
@@ -282,6 +289,9 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if err := checkHTTPListen(&tf, cf.cfg.TLS, httpAddr); err != nil {
+		return err
+	}
+	if err := mf.check(&tf, cf.cfg.TLS); err != nil {
 		return err
 	}
 	cf.dataDir = ef.dataDir
@@ -305,6 +315,11 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer hs.close()
+	reg := newRegistry()
+	reg.MustRegister(s.coord.Collector())
+	if s.metrics, err = mf.serve("coordinator", metricsrv.Options{Gatherer: reg, Authorize: s.coord.AuthorizeMetrics, Ready: s.coord.Ready}, cf.cfg.TLS, stdout); err != nil {
+		return err
+	}
 	if cf.cfg.Raft.Bootstrap {
 		printAdminToken(ctx, s.coord, stdout, stderr)
 	}
@@ -332,9 +347,11 @@ func printAdminToken(ctx context.Context, c *coordinator.Coordinator, stdout, st
 func cmdWorker(args []string, stdout, stderr io.Writer) error {
 	var wf workerFlags
 	var tf tlsFlags
+	var mf metricsFlags
 	ef, err := serverFlags("worker", args, stderr, func(fs *flag.FlagSet) {
 		wf.register(fs, false)
 		tf.register(fs)
+		mf.register(fs)
 	})
 	if err != nil {
 		return err
@@ -345,15 +362,28 @@ func cmdWorker(args []string, stdout, stderr io.Writer) error {
 	if err := tf.checkListen(wf.cfg.TLS, "--data", wf.cfg.DataAddr); err != nil {
 		return err
 	}
+	if err := mf.check(&tf, wf.cfg.TLS); err != nil {
+		return err
+	}
 	ctx := context.Background()
 	s, err := newServer(ctx, ef, stderr)
 	if err != nil {
 		return err
 	}
 	defer s.stop()
+	// The listener serves while the worker registers: /readyz says 503
+	// until it has. It is a cluster-internal port: no token (RATIONALE).
+	reg := newRegistry()
+	reg.MustRegister(s.engine.Collector())
+	var ready workerReady
+	if s.metrics, err = mf.serve("worker", metricsrv.Options{Gatherer: reg, Ready: ready.ready}, wf.cfg.TLS, stdout); err != nil {
+		return err
+	}
 	if err := s.startWorker(ctx, &wf, strings.Split(wf.coordinators, ","), stdout); err != nil {
 		return err
 	}
+	reg.MustRegister(s.worker.Collector())
+	ready.w.Store(s.worker)
 	fmt.Fprintf(stdout, "worker %s with %d slots, data exchange on %s\n", s.worker.ID(), wf.cfg.Slots, s.worker.Addr())
 	waitSignal()
 	return nil
@@ -404,11 +434,13 @@ func cmdStandalone(args []string, stdout, stderr io.Writer) error {
 	var cliContext string
 	var tf tlsFlags
 	var httpAddr string
+	var mf metricsFlags
 	ef, err := serverFlags("standalone", args, stderr, func(fs *flag.FlagSet) {
 		cf.register(fs, true)
 		wf.register(fs, true)
 		tf.register(fs)
 		fs.StringVar(&httpAddr, "http", "", httpFlagUsage)
+		mf.register(fs)
 		def := "local"
 		if v, ok := os.LookupEnv("EDDY_CLI_CONTEXT"); ok {
 			def = v
@@ -428,6 +460,9 @@ func cmdStandalone(args []string, stdout, stderr io.Writer) error {
 	if err := checkHTTPListen(&tf, cf.cfg.TLS, httpAddr); err != nil {
 		return err
 	}
+	if err := mf.check(&tf, cf.cfg.TLS); err != nil {
+		return err
+	}
 	if ef.dataDir == "" {
 		return usageError{errors.New("--data-dir is required")}
 	}
@@ -442,6 +477,12 @@ func cmdStandalone(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	defer hs.close()
+	reg := newRegistry()
+	reg.MustRegister(s.engine.Collector(), s.coord.Collector(), s.worker.Collector())
+	ready := func() error { return errors.Join(s.coord.Ready(), s.worker.Ready()) }
+	if s.metrics, err = mf.serve("standalone", metricsrv.Options{Gatherer: reg, Authorize: s.coord.AuthorizeMetrics, Ready: ready}, cf.cfg.TLS, stdout); err != nil {
+		return err
+	}
 	if printAdminToken(context.Background(), s.coord, stdout, stderr) && cliContext != "" {
 		abs, _ := filepath.Abs(cf.cfg.AdminTokenFile)
 		if path, err := registerLocalContext(cliContext, s.coord.Addr(), abs, tf.tls.CA); err != nil {

@@ -144,7 +144,9 @@ func (b *Batch) AddOwned(r Record) { b.Records = append(b.Records, r) }
 
 // TaskInfo tells an operator, source or sink which parallel instance it is.
 type TaskInfo struct {
-	Job string // the spec's name
+	// Tenant owns the job (labels its metrics).
+	Tenant string
+	Job    string // the spec's name
 	// JobID names the job for as long as it runs, across attempts (the
 	// cluster's job id; in a process of its own, unique in the process).
 	JobID       string

@@ -52,8 +52,9 @@ func newWasmModule(n *jobspec.Node, w *jobspec.WasmSpec, modules map[string]*hos
 
 func (w *wasmModule) open(ctx context.Context, info stream.TaskInfo) error {
 	inst, err := w.module.NewInstance(ctx, host.InstanceConfig{
-		Name: fmt.Sprintf("%s/%s[%d]", info.Job, info.Node, info.Subtask),
-		Gate: info.Gate,
+		Name:    fmt.Sprintf("%s/%s[%d]", info.Job, info.Node, info.Subtask),
+		Gate:    info.Gate,
+		Metrics: host.MetricLabels{Tenant: info.Tenant, Job: info.JobID, Node: info.Node, Subtask: info.Subtask},
 	})
 	if err != nil {
 		return err

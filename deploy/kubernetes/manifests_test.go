@@ -26,11 +26,6 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// siblingFlags are flags the manifests pass that other parts of issue 15
-// add to eddy (--metrics: Prometheus and the health endpoints; --http: the
-// REST API and the dashboard). EXPECTED FROM ISSUE 15 SIBLINGS: once they
-// are merged, empty this list, so that the test checks them too.
-var siblingFlags = map[string]bool{"metrics": true, "http": true}
 
 // manifests is every object of the directory, by kind.
 type manifests struct {
@@ -602,7 +597,7 @@ func TestManifests(t *testing.T) {
 			sub, flags := args(t, c)
 			known := eddyFlags(t, bin, sub)
 			for f := range flags {
-				if !known[f] && !siblingFlags[f] {
+				if !known[f] {
 					t.Errorf("container %s: eddy %s has no flag --%s", c.Name, sub, f)
 				}
 			}

@@ -40,7 +40,12 @@ const noToken = "this call needs an API token: set EDDY_TOKEN or add one with ed
 // and never contain the token.
 func (c *Coordinator) authenticate(ctx context.Context) (fsm.Token, error) {
 	md, _ := metadata.FromIncomingContext(ctx)
-	vals := md.Get(rpc.AuthorizationKey)
+	return c.checkToken(md.Get(rpc.AuthorizationKey))
+}
+
+// checkToken finds the token of the authorization values a call (or an
+// HTTP request) carries.
+func (c *Coordinator) checkToken(vals []string) (fsm.Token, error) {
 	switch {
 	case len(vals) == 0:
 		return fsm.Token{}, status.Error(codes.Unauthenticated, noToken)

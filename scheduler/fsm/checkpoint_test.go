@@ -1,8 +1,11 @@
 package fsm
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -337,6 +340,24 @@ func TestFailedCheckpointsBounded(t *testing.T) {
 	if len(j.FailedCheckpoints) != MaxFailedCheckpoints || j.FailedCheckpoints[0].ID != 6 || len(j.CheckpointsToDelete) != MaxFailedCheckpoints+5 {
 		t.Fatalf("failed %s, to delete %v", ids(j.FailedCheckpoints), j.CheckpointsToDelete)
 	}
+	// The metric's counter does not forget what the list dropped.
+	if n := h.f.JobCounters("job-2"); n.CheckpointsFailed != MaxFailedCheckpoints+5 || n.CheckpointsCompleted != 0 {
+		t.Fatalf("counted %d failed, %d completed", n.CheckpointsFailed, n.CheckpointsCompleted)
+	}
+}
+
+// CheckpointsCompleted counts past the retained checkpoints, and only
+// completions.
+func TestCheckpointsCompletedCounted(t *testing.T) {
+	h := newHarness(t)
+	for _, cmd := range concat(oneJobRunning, completed(1, 1, 1), completed(1, 2, 1), completed(1, 3, 1),
+		[]Command{&TriggerCheckpoint{JobID: "job-2", Attempt: 1, ID: 4}}) {
+		h.must(cmd)
+	}
+	j := job(t, h.f, DefaultTenant, "job-2")
+	if n := h.f.JobCounters("job-2"); len(j.Checkpoints) != 1 || n.CheckpointsCompleted != 3 || n.CheckpointsFailed != 0 {
+		t.Fatalf("retained %s, counted %d completed, %d failed", ids(j.Checkpoints), n.CheckpointsCompleted, n.CheckpointsFailed)
+	}
 }
 
 // A savepoint is restored from like a checkpoint, and a job submitted from
@@ -362,4 +383,37 @@ func TestLatestRestorable(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The counters of the golden log's jobs: swaps by outcome, and
+// checkpoints, as the log applies them; a restore leaves them be.
+func TestJobCountersOfGoldenLog(t *testing.T) {
+	log, err := os.ReadFile(filepath.Join("testdata", "log.golden"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := New()
+	for i, line := range bytes.Split(bytes.TrimSpace(log), []byte("\n")) {
+		_, _ = f.ApplyCommand(uint64(i+1), line)
+	}
+	check := func(when string) {
+		t.Helper()
+		swapped := f.JobCounters("job-46")
+		want := map[SwapState]uint64{SwapSwapped: 2, SwapRefused: 1, SwapFailed: 1, SwapRolledBack: 1}
+		if !reflect.DeepEqual(swapped.Swaps, want) || swapped.CheckpointsCompleted != 3 {
+			t.Errorf("%s: job-46 %+v, want swaps %v and 3 checkpoints", when, swapped, want)
+		}
+		if cp := f.JobCounters("job-27"); cp.CheckpointsCompleted != 4 || cp.CheckpointsFailed != 1 {
+			t.Errorf("%s: job-27 %+v, want 4 completed and 1 failed", when, cp)
+		}
+	}
+	check("replayed")
+	snap, err := f.MarshalState()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.UnmarshalState(snap); err != nil {
+		t.Fatal(err)
+	}
+	check("restored")
 }

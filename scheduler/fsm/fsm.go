@@ -19,6 +19,9 @@ type FSM struct {
 	mu      sync.RWMutex
 	st      *state
 	changed chan struct{} // closed and replaced after every change
+	// counts are the metrics' counters (counters.go): guarded by mu, not
+	// part of the state.
+	counts counters
 }
 
 // state is everything replicated. Only apply and restore write it, with
@@ -56,7 +59,7 @@ func newState() *state {
 // New returns the state of an empty cluster: tenant "default" and nothing
 // else.
 func New() *FSM {
-	return &FSM{st: newState(), changed: make(chan struct{})}
+	return &FSM{st: newState(), changed: make(chan struct{}), counts: counters{jobs: map[string]*JobCounters{}}}
 }
 
 var _ raft.FSM = (*FSM)(nil)
@@ -97,7 +100,7 @@ func (f *FSM) ApplyCommand(index uint64, data []byte) (any, error) {
 	if err := env.Command.validate(); err != nil {
 		return nil, fmt.Errorf("apply %s at index %d: %w", env.Type, index, err)
 	}
-	a := applier{st: f.st, index: index, at: env.At}
+	a := applier{st: f.st, index: index, at: env.At, counts: &f.counts}
 	res, err := a.apply(env.Command)
 	if err != nil {
 		return nil, fmt.Errorf("apply %s at index %d: %w", env.Type, index, err)
@@ -121,9 +124,10 @@ func (f *FSM) notifyLocked() {
 // applier applies one command. Every handler checks everything before it
 // changes anything, so that a refused command leaves the state untouched.
 type applier struct {
-	st    *state
-	index uint64
-	at    time.Time
+	st     *state
+	index  uint64
+	at     time.Time
+	counts *counters
 }
 
 func (a *applier) apply(cmd Command) (any, error) {
@@ -564,6 +568,7 @@ func (a *applier) checkpointCompleted(c *CheckpointCompleted) (any, error) {
 	done.IncrementalSize = c.IncrementalSize
 	j.PendingCheckpoint = nil
 	j.CheckpointEnded = a.at
+	a.counts.job(j.ID).CheckpointsCompleted++
 	a.swapCompleted(j, done, c.SwapPause)
 	if done.Savepoint {
 		// The savepoint is a self-contained copy: the files it was copied
@@ -593,7 +598,7 @@ func (a *applier) checkpointFailed(c *CheckpointFailed) (any, error) {
 			// restart from the last checkpoint puts every task of the node
 			// back on one version, the old one.
 			reason := fmt.Sprintf("savepoint %d failed: %s", c.ID, c.Reason)
-			a.endSwapAs(s, SwapFailed, clip(reason))
+			a.endSwapAs(j, s, SwapFailed, clip(reason))
 			a.restart(j, fmt.Sprintf("swap %d failed: %s", swap, reason))
 		}
 		return j.clone(), nil
@@ -632,6 +637,7 @@ func (a *applier) failPending(j *Job, reason string) {
 	failed := *p
 	failed.Completed = a.at
 	failed.Error = clip(reason)
+	a.counts.job(j.ID).CheckpointsFailed++
 	j.FailedCheckpoints = append(j.FailedCheckpoints, failed)
 	if n := len(j.FailedCheckpoints); n > MaxFailedCheckpoints {
 		j.FailedCheckpoints = slices.Delete(j.FailedCheckpoints, 0, n-MaxFailedCheckpoints)

@@ -373,19 +373,20 @@ func (a *applier) endSwap(c *EndSwap) (any, error) {
 	reason := clip(c.Reason)
 	switch {
 	case s.State == SwapPreparing:
-		a.endSwapAs(s, c.State, reason)
+		a.endSwapAs(j, s, c.State, reason)
 	case c.State == SwapRefused:
 		return nil, fmt.Errorf("job %s swap %d refused: it is %s, past its prepare phase: %w", j.ID, s.ID, s.State, ErrJobState)
 	default:
 		msg := fmt.Sprintf("swap %d failed: %s", s.ID, c.Reason)
-		a.endSwapAs(s, SwapFailed, reason)
+		a.endSwapAs(j, s, SwapFailed, reason)
 		a.failPending(j, msg)
 		a.restart(j, msg)
 	}
 	return j.clone(), nil
 }
 
-func (a *applier) endSwapAs(s *Swap, state SwapState, reason string) {
+func (a *applier) endSwapAs(j *Job, s *Swap, state SwapState, reason string) {
+	a.counts.job(j.ID).count(state)
 	s.State = state
 	s.Ended = a.at
 	s.Reason = reason
@@ -410,7 +411,7 @@ func (a *applier) registeredModule(tenant string, ref ModuleRef) error {
 func (a *applier) abandon(j *Job, reason string) {
 	a.failPending(j, reason)
 	if s := j.inFlightSwap(); s != nil {
-		a.endSwapAs(s, SwapFailed, clip(reason))
+		a.endSwapAs(j, s, SwapFailed, clip(reason))
 	}
 	if s := j.armedSwap(); s != nil {
 		s.Armed = false
@@ -451,6 +452,7 @@ func (a *applier) swapCompleted(j *Job, done Checkpoint, pause time.Duration) {
 	if s == nil || s.ID != done.Swap {
 		return // unreachable while the trigger checks hold
 	}
+	a.counts.job(j.ID).count(SwapSwapped)
 	s.State = SwapSwapped
 	s.Ended = a.at
 	s.SavepointLocation = done.Location
@@ -474,14 +476,14 @@ func (a *applier) swapCompleted(j *Job, done Checkpoint, pause time.Duration) {
 // restores from the checkpoint before the swap, with the old version.
 func (a *applier) rollBack(j *Job, cause string) string {
 	if s := j.inFlightSwap(); s != nil && s.State == SwapSwapping {
-		a.endSwapAs(s, SwapRolledBack, clip(cause))
+		a.endSwapAs(j, s, SwapRolledBack, clip(cause))
 		return fmt.Sprintf("rolled back swap %d of node %s: %s", s.ID, s.Node, cause)
 	}
 	s := j.armedSwap()
 	if s == nil {
 		return ""
 	}
-	a.endSwapAs(s, SwapRolledBack, clip(cause))
+	a.endSwapAs(j, s, SwapRolledBack, clip(cause))
 	j.setOverride(s.Node, s.PrevOverride)
 	return fmt.Sprintf("rolled back swap %d of node %s: %s", s.ID, s.Node, cause)
 }

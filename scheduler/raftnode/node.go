@@ -82,6 +82,10 @@ type Node struct {
 
 	shutdownOnce sync.Once
 	shutdownErr  error
+
+	metrics      *nodeMetrics
+	observer     *raft.Observer
+	observerDone chan struct{}
 }
 
 // Server is a member of the group's configuration.
@@ -103,7 +107,7 @@ func Start(cfg Config, fsm raft.FSM) (*Node, error) {
 	}
 	logger := cfg.Logger.With("raft_id", cfg.ID)
 	hl := newHCLog(logger, "raft")
-	n := &Node{cfg: cfg, log: logger}
+	n := &Node{cfg: cfg, log: logger, metrics: newNodeMetrics(), observerDone: make(chan struct{})}
 	if err := n.start(fsm, hl); err != nil {
 		n.close()
 		return nil, fmt.Errorf("raftnode %s: start: %w", cfg.ID, err)
@@ -182,11 +186,12 @@ func (n *Node) start(fsm raft.FSM, hl hclog.Logger) error {
 		}
 	}
 
-	r, err := raft.NewRaft(rc, fsm, w, w, snaps, n.transport)
+	r, err := raft.NewRaft(rc, &timedFSM{fsm: fsm, hist: n.metrics.apply}, w, w, snaps, n.transport)
 	if err != nil {
 		return fmt.Errorf("raft: %w", err)
 	}
 	n.raft = r
+	n.observeLeaders()
 	n.log.Info("raft started", "addr", n.Addr(), "data_dir", n.cfg.DataDir)
 	return nil
 }
@@ -437,6 +442,10 @@ func (n *Node) close() error {
 	var errs []error
 	if n.raft != nil {
 		errs = append(errs, n.raft.Shutdown().Error())
+		if n.observer != nil {
+			n.raft.DeregisterObserver(n.observer)
+			close(n.observerDone)
+		}
 	}
 	if n.transport != nil {
 		errs = append(errs, n.transport.Close())

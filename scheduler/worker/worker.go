@@ -44,6 +44,7 @@ import (
 	"math"
 	"net"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -158,6 +159,13 @@ type Worker struct {
 	ackDone chan struct{}
 	// logs holds the task log lines not yet shipped with a heartbeat.
 	logs *logBuffer
+
+	// For readiness (metrics.go): registered with the leader, when a
+	// heartbeat was last answered (unix ns) and the timeout after which
+	// the leader gives the worker up (ns).
+	registered       atomic.Bool
+	lastHeartbeat    atomic.Int64
+	heartbeatTimeout atomic.Int64
 }
 
 type jobAttempt struct {
@@ -408,6 +416,10 @@ func (w *Worker) loop(ctx context.Context, reg *eddyv1.RegisterWorkerResponse) {
 	interval := durationMs(reg.GetHeartbeatIntervalMs(), time.Second)
 	timeout := durationMs(reg.GetHeartbeatTimeoutMs(), 5*interval)
 	lastOK := time.Now()
+	w.heartbeatTimeout.Store(int64(timeout))
+	w.lastHeartbeat.Store(lastOK.UnixNano())
+	w.registered.Store(true)
+	defer w.registered.Store(false)
 	var index uint64 // the state index of the last answer; 0: none, or a leader that does not hold
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -423,6 +435,7 @@ func (w *Worker) loop(ctx context.Context, reg *eddyv1.RegisterWorkerResponse) {
 		switch {
 		case err == nil:
 			lastOK = time.Now()
+			w.lastHeartbeat.Store(lastOK.UnixNano())
 			if ms := resp.GetHeartbeatIntervalMs(); ms > 0 {
 				interval = time.Duration(ms) * time.Millisecond
 			}
@@ -435,9 +448,12 @@ func (w *Worker) loop(ctx context.Context, reg *eddyv1.RegisterWorkerResponse) {
 			w.log.Warn("the leader does not know this worker: cancelling its tasks and registering again", "err", err)
 			w.cancelAll()
 			index = 0
+			w.registered.Store(false)
 			if r, err := w.register(ctx); err == nil {
 				reg = r
 				lastOK = time.Now()
+				w.lastHeartbeat.Store(lastOK.UnixNano())
+				w.registered.Store(true)
 			}
 		default:
 			w.log.Debug("heartbeat", "err", err)
@@ -550,6 +566,7 @@ func (w *Worker) reports() []*eddyv1.TaskReport {
 			s, ok := stats[id]
 			if ok {
 				rep.Metrics = &eddyv1.TaskMetrics{RecordsIn: uint64(s.RecordsIn), RecordsOut: uint64(s.RecordsOut),
+					BytesIn: uint64(s.BytesIn), BytesOut: uint64(s.BytesOut),
 					BackpressureRatio: s.BackpressureRatio, WatermarkMs: s.Watermark}
 				if s.PendingRecords >= 0 {
 					rep.Metrics.PendingRecords = proto.Int64(s.PendingRecords)
