@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
-	"os"
 	"path/filepath"
 	"runtime/pprof"
 	"sort"
@@ -38,10 +36,7 @@ func benchCounter(root string, records, runs int) error {
 		}
 		batches = append(batches, b)
 	}
-	cfg := host.DefaultConfig()
-	cfg.CallTimeout = time.Minute
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	engine, err := host.NewEngine(ctx, cfg)
+	engine, err := benchEngine(ctx)
 	if err != nil {
 		return err
 	}
@@ -162,8 +157,6 @@ func benchCounter(root string, records, runs int) error {
 		perRecord[i] = samples[len(samples)/2]
 		fmt.Printf("  %-14s %8.1f ns/record %12.0f records/s\n", v.label, perRecord[i], 1e9/perRecord[i])
 	}
-	for i, name := range []string{"C", "Go", "Rust", "AS"} {
-		fmt.Printf("  ratio %c/a (%s module / native, throughput) %.2f\n", 'b'+i, name, perRecord[0]/perRecord[i+1])
-	}
+	printRatios(perRecord)
 	return nil
 }

@@ -229,10 +229,7 @@ func benchOperatorOnly(root string, records, runs int) error {
 			break
 		}
 	}
-	cfg := host.DefaultConfig()
-	cfg.CallTimeout = time.Minute
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	engine, err := host.NewEngine(ctx, cfg)
+	engine, err := benchEngine(ctx)
 	if err != nil {
 		return err
 	}
@@ -296,9 +293,23 @@ func benchOperatorOnly(root string, records, runs int) error {
 		perRecord[i] = samples[len(samples)/2]
 		fmt.Printf("  %-14s %8.1f ns/record %12.0f records/s\n", v.label, perRecord[i], 1e9/perRecord[i])
 	}
-	fmt.Printf("  ratio b/a (C module / native, throughput)  %.2f\n", perRecord[0]/perRecord[1])
-	fmt.Printf("  ratio c/a (Go module / native, throughput) %.2f\n", perRecord[0]/perRecord[2])
-	fmt.Printf("  ratio d/a (Rust module / native, throughput) %.2f\n", perRecord[0]/perRecord[3])
-	fmt.Printf("  ratio e/a (AS module / native, throughput) %.2f\n", perRecord[0]/perRecord[4])
+	printRatios(perRecord)
 	return nil
+}
+
+// benchEngine is the Wasm engine of the harness's in-process parts: a
+// minute per guest call, warnings only.
+func benchEngine(ctx context.Context) (*host.Engine, error) {
+	cfg := host.DefaultConfig()
+	cfg.CallTimeout = time.Minute
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	return host.NewEngine(ctx, cfg)
+}
+
+// printRatios prints each module's throughput over native's: perRecord
+// is ns per record of native, then the C, Go, Rust and AS modules.
+func printRatios(perRecord []float64) {
+	for i, name := range []string{"C", "Go", "Rust", "AS"} {
+		fmt.Printf("  ratio %c/a (%s module / native, throughput) %.2f\n", 'b'+i, name, perRecord[0]/perRecord[i+1])
+	}
 }

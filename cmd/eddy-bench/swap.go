@@ -117,10 +117,7 @@ func benchSwap(root string, o swapOptions) error {
 		return err
 	}
 	ctx := context.Background()
-	cfg := host.DefaultConfig()
-	cfg.CallTimeout = time.Minute
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	engine, err := host.NewEngine(ctx, cfg)
+	engine, err := benchEngine(ctx)
 	if err != nil {
 		return err
 	}
