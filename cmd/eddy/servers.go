@@ -98,6 +98,7 @@ func (c *coordinatorFlags) build(engine *host.Engine, log *slog.Logger) (*coordi
 		Validator: validator(engine),
 		Planner:   planTasks,
 		NodeTasks: nodeTasks,
+		Graph:     jobGraph,
 	})
 }
 
