@@ -159,7 +159,7 @@ function jobPage(jobId: string, tenant: string): void {
     spButton.disabled = true;
     replace(spResult, "savepoint in progress…");
     try {
-      const r = await call<{ path?: string; checkpointId?: string }>("POST", `${path}/savepoints${tq}`, { tenant });
+      const r = await call<{ path?: string; checkpointId?: string }>("POST", `${path}/savepoints`, { tenant });
       replace(spResult, h("span", { class: "ok" }, `savepoint ${r.checkpointId ?? ""} completed: ${r.path ?? ""}`));
     } catch (e) { failed(e, spResult); } finally { spButton.disabled = false; }
   });
@@ -182,7 +182,7 @@ function jobPage(jobId: string, tenant: string): void {
     }
     replace(swapResult, "swap in progress…");
     try {
-      const r = await call<{ swap?: { state?: string; reason?: string; toModule?: string } }>("POST", `${path}/swaps${tq}`,
+      const r = await call<{ swap?: { state?: string; reason?: string; toModule?: string } }>("POST", `${path}/swaps`,
         { tenant, node: swapNode.value, module: swapModule.value.trim(), configJson: config, setConfig: config !== "" });
       const st = enumName(r.swap?.state, "SWAP_STATE_");
       replace(swapResult, h("span", { class: st === "swapped" ? "ok" : "error" }, `swap ${st}${r.swap?.reason ? ": " + r.swap.reason : ""}`));
@@ -201,7 +201,7 @@ function jobPage(jobId: string, tenant: string): void {
 
   const samples = new Map<string, Sample>();
   const rates = new Map<string, number>();
-  let logSeq = "0", logEpoch = "0";
+  let logSeq = "0", logEpoch = "0", logLast = 0;
   const logLines: string[] = [];
   let nodesKnown = "";
 
@@ -267,8 +267,13 @@ function jobPage(jobId: string, tenant: string): void {
         stateBadge(w.state, "SWAP_STATE_"), time(w.beganUnixMs), duration(num(w.pauseUs) / 1000), w.reason ?? ""]), "No swaps."));
 
     try {
-      const r = await call<JobLogs>("GET", `${path}/logs${q({ tenant, afterSeq: logSeq, epoch: logEpoch, limit: 200 })}`);
+      const r = await call<JobLogs>("GET", `${path}/logs${q({ tenant, after_seq: logSeq, epoch: logEpoch, limit: 200 })}`);
+      // A new epoch (another leader) numbers lines afresh; within one, a
+      // line at or below the last seq shown is one already shown.
+      if (String(r.epoch ?? "0") !== logEpoch) logLast = 0;
       for (const l of r.lines ?? []) {
+        if (num(l.seq) <= logLast) continue;
+        logLast = num(l.seq);
         const e = l.entry ?? {};
         logLines.push(`${time(e.timeUnixMs)} ${e.level ?? ""} ${e.task ?? ""}${e.stream ? " " + e.stream : ""}: ${e.message ?? ""}`);
       }

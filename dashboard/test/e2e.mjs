@@ -1,0 +1,133 @@
+// End-to-end test of the dashboard in a real Chromium (playwright-core,
+// Debian's /usr/bin/chromium), against a coordinator's --http address.
+// The Go tests TestDashboard* (cmd/eddy) start a real cluster and run it;
+// package dashboard's TestBrowserFixture runs it against a fixture server.
+//
+// Environment:
+//   EDDY_URL        the dashboard, e.g. http://127.0.0.1:8080
+//   EDDY_TOKEN      a valid token (empty: the cluster has no authentication)
+//   EDDY_BAD_TOKEN  a token the cluster refuses (needs EDDY_TOKEN)
+//   EDDY_JOB        the id of a running job with checkpoints
+//   EDDY_NODES      its node names, comma-separated
+//   EDDY_ARTIFACTS  where screenshots go (created)
+//   EDDY_TIMEOUT_MS bound of every wait (default 60000)
+//   CHROMIUM        the browser (default /usr/bin/chromium)
+//
+// Prints one line per step; exits 1 with the failing step's message.
+import { chromium } from "playwright-core";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+
+const env = (k, d) => process.env[k] ?? d;
+const url = env("EDDY_URL");
+const goodToken = env("EDDY_TOKEN", "");
+const badToken = env("EDDY_BAD_TOKEN", "");
+const job = env("EDDY_JOB");
+const nodes = env("EDDY_NODES", "").split(",").filter(Boolean);
+const artifacts = env("EDDY_ARTIFACTS", "dashboard-artifacts");
+const timeout = Number(env("EDDY_TIMEOUT_MS", "60000"));
+if (!url || !job) {
+  console.error("e2e.mjs: EDDY_URL and EDDY_JOB are required");
+  process.exit(2);
+}
+mkdirSync(artifacts, { recursive: true });
+
+const browser = await chromium.launch({
+  executablePath: env("CHROMIUM", "/usr/bin/chromium"),
+  headless: true,
+  // CI runs as root, where Chromium's sandbox cannot start.
+  args: ["--no-sandbox", "--disable-dev-shm-usage"],
+  timeout,
+});
+const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+page.setDefaultTimeout(timeout);
+const consoleErrors = [];
+page.on("console", (m) => { if (m.type() === "error") consoleErrors.push(m.text()); });
+page.on("pageerror", (e) => consoleErrors.push(String(e)));
+
+let step = "start";
+const shot = async (name) => {
+  const p = join(artifacts, name + ".png");
+  await page.screenshot({ path: p, fullPage: true });
+  console.log(`screenshot ${p}`);
+};
+const ok = (msg) => console.log(`ok ${step}: ${msg}`);
+
+try {
+  if (goodToken) {
+    step = "login refuses a wrong token";
+    await page.goto(url + "/");
+    await page.locator("form#login").waitFor();
+    await page.fill("#token", badToken);
+    await page.click("form#login button[type=submit]");
+    await page.locator("#login-error", { hasText: "refused" }).waitFor();
+    const err = (await page.textContent("#login-error")).trim();
+    if (await page.locator("#jobs").count() !== 0) throw new Error("the jobs list is shown after a refused login");
+    if (await page.evaluate(() => sessionStorage.getItem("eddy.token")) !== null) throw new Error("a refused token was kept");
+    await shot("01-login-refused");
+    ok(err);
+
+    step = "login";
+    await page.fill("#token", goodToken);
+    await page.click("form#login button[type=submit]");
+  } else {
+    await page.goto(url + "/");
+  }
+
+  step = "jobs list shows the job";
+  const jobLink = page.locator(`#jobs a`, { hasText: job });
+  await jobLink.first().waitFor();
+  await shot("02-jobs");
+  ok(job);
+
+  step = "job graph shows its nodes";
+  await jobLink.first().click();
+  await page.locator("#graph").waitFor();
+  for (const n of nodes) await page.locator(`#graph g.node[data-node="${n}"]`).waitFor();
+  const drawn = await page.$$eval("#graph g.node", (gs) => gs.map((g) => g.getAttribute("data-node")));
+  const missing = nodes.filter((n) => !drawn.includes(n));
+  if (missing.length) throw new Error(`graph lacks ${missing.join(", ")}; has ${drawn.join(", ")}`);
+  const edges = await page.locator("#graph g.edge").count();
+  if (nodes.length > 1 && edges === 0) throw new Error("graph has no edges");
+  ok(`${drawn.length} nodes (${drawn.join(", ")}), ${edges} edges`);
+
+  step = "a checkpoint appears in the history";
+  const row = (kind) => page.locator("#checkpoints tbody tr").filter({ has: page.locator("td:nth-child(2)", { hasText: new RegExp(`^${kind}$`) }) })
+    .filter({ has: page.locator("td:nth-child(3)", { hasText: "completed" }) });
+  await row("checkpoint").first().waitFor();
+  ok((await row("checkpoint").first().innerText()).replace(/\s+/g, " "));
+  // Live updates: records/s appears once two polls have been compared.
+  await page.locator("#tasks tbody td:nth-child(7)", { hasText: "/s" }).first().waitFor();
+  await shot("03-job");
+
+  step = "a savepoint started from the page completes";
+  await page.click("#savepoint");
+  await page.locator("#savepoint-result", { hasText: "completed" }).waitFor();
+  const result = (await page.textContent("#savepoint-result")).trim();
+  await row("savepoint").first().waitFor();
+  await shot("04-savepoint");
+  ok(result);
+
+  step = "cluster page";
+  await page.click('nav a[href="/cluster"]');
+  await page.locator("#leader").waitFor();
+  const leader = (await page.textContent("#leader")).trim();
+  if (!leader || leader.startsWith("none")) throw new Error(`no leader shown: ${leader}`);
+  await page.locator("#cluster table").nth(1).waitFor();
+  await shot("05-cluster");
+  ok(`leader ${leader}`);
+
+  if (consoleErrors.length) {
+    step = "no script errors";
+    // A refused login logs the 401 of its fetch; anything else is a bug.
+    const unexpected = consoleErrors.filter((e) => !/401/.test(e));
+    if (unexpected.length) throw new Error(unexpected.join("; "));
+  }
+  console.log("PASS");
+} catch (e) {
+  try { await shot("failed"); } catch { /* the browser may be gone */ }
+  console.error(`FAIL ${step}: ${e instanceof Error ? e.message.split("\n")[0] : e}`);
+  process.exitCode = 1;
+} finally {
+  await browser.close();
+}
