@@ -14,7 +14,8 @@ import (
 
 // fixtureAPI answers the REST routes the page calls with protojson-shaped
 // fixtures (64-bit integers as strings, zero values left out), refusing
-// any token but "good" with a 401 as the gateway does. Records grow on
+// any token but "good" with a 401 as the gateway does ("other" is another
+// tenant's: it sees no jobs). Records grow on
 // each status call; a savepoint POST adds a savepoint to the history.
 type fixtureAPI struct {
 	mu struct {
@@ -25,6 +26,20 @@ type fixtureAPI struct {
 }
 
 func (f *fixtureAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Header.Get("Authorization") == "Bearer other" {
+		// Another tenant's token: no jobs, and acme's job is not found.
+		w.Header().Set("Content-Type", "application/json")
+		switch r.URL.Path {
+		case "/v1/jobs":
+			w.Write([]byte(`{}`))
+		case "/v1/whoami":
+			w.Write([]byte(`{"token":{"tenant":"beta","role":"ROLE_DEVELOPER"}}`))
+		default:
+			w.WriteHeader(http.StatusNotFound)
+			w.Write([]byte(`{"code":5,"message":"job acme-1 not found in tenant beta","details":[]}`))
+		}
+		return
+	}
 	if r.Header.Get("Authorization") != "Bearer good" {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusUnauthorized)
@@ -92,5 +107,5 @@ func TestBrowserFixture(t *testing.T) {
 	mux.Handle("/", dashboard.Handler())
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	dashboardtest.Run(t, dashboardtest.Options{URL: srv.URL, Token: "good", BadToken: "bad", Job: "acme-1", Nodes: []string{"src", "count", "out"}})
+	dashboardtest.Run(t, dashboardtest.Options{URL: srv.URL, Token: "good", BadToken: "bad", OtherToken: "other", Job: "acme-1", Nodes: []string{"src", "count", "out"}})
 }

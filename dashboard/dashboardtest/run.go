@@ -30,6 +30,13 @@ type Options struct {
 	// Token logs in; BadToken must be refused at the login. Empty Token:
 	// the cluster has no authentication and there is no login.
 	Token, BadToken string
+	// OtherToken, when set, is another tenant's: it must see neither the
+	// job in the list nor its page.
+	OtherToken string
+	// ClusterRefused: the token may not read the cluster (a tenant's), so
+	// the cluster page must show the refusal; otherwise it must show the
+	// leader.
+	ClusterRefused bool
 	// Job must be listed, with Nodes in its graph.
 	Job   string
 	Nodes []string
@@ -101,6 +108,7 @@ func Run(t testing.TB, o Options) {
 	cmd.Dir = Dir(t)
 	cmd.Env = append(os.Environ(),
 		"EDDY_URL="+o.URL, "EDDY_TOKEN="+o.Token, "EDDY_BAD_TOKEN="+o.BadToken,
+		"EDDY_OTHER_TOKEN="+o.OtherToken, "EDDY_CLUSTER="+map[bool]string{true: "refused", false: "leader"}[o.ClusterRefused],
 		"EDDY_JOB="+o.Job, "EDDY_NODES="+strings.Join(o.Nodes, ","),
 		"EDDY_ARTIFACTS="+art, "EDDY_TIMEOUT_MS="+strconv.FormatInt(o.Timeout.Milliseconds(), 10), "CHROMIUM="+Chromium)
 	out, err := cmd.CombinedOutput()

@@ -9,6 +9,11 @@
 //   EDDY_BAD_TOKEN  a token the cluster refuses (needs EDDY_TOKEN)
 //   EDDY_JOB        the id of a running job with checkpoints
 //   EDDY_NODES      its node names, comma-separated
+//   EDDY_OTHER_TOKEN  optional: another tenant's token, which must see
+//                   neither the job in the list nor its page
+//   EDDY_CLUSTER    "leader" (default: the cluster page shows the leader)
+//                   or "refused" (the token may not read the cluster: the
+//                   page shows the refusal and no table)
 //   EDDY_ARTIFACTS  where screenshots go (created)
 //   EDDY_TIMEOUT_MS bound of every wait (default 60000)
 //   CHROMIUM        the browser (default /usr/bin/chromium)
@@ -24,6 +29,8 @@ const goodToken = env("EDDY_TOKEN", "");
 const badToken = env("EDDY_BAD_TOKEN", "");
 const job = env("EDDY_JOB");
 const nodes = env("EDDY_NODES", "").split(",").filter(Boolean);
+const otherToken = env("EDDY_OTHER_TOKEN", "");
+const clusterExpect = env("EDDY_CLUSTER", "leader");
 const artifacts = env("EDDY_ARTIFACTS", "dashboard-artifacts");
 const timeout = Number(env("EDDY_TIMEOUT_MS", "60000"));
 if (!url || !job) {
@@ -110,17 +117,45 @@ try {
 
   step = "cluster page";
   await page.click('nav a[href="/cluster"]');
-  await page.locator("#leader").waitFor();
-  const leader = (await page.textContent("#leader")).trim();
-  if (!leader || leader.startsWith("none")) throw new Error(`no leader shown: ${leader}`);
-  await page.locator("#cluster table").nth(1).waitFor();
-  await shot("05-cluster");
-  ok(`leader ${leader}`);
+  if (clusterExpect === "refused") {
+    await page.locator("p.status .error").waitFor();
+    const why = (await page.textContent("p.status")).trim();
+    if (await page.locator("#cluster table").count() !== 0) throw new Error("cluster tables shown to a token that may not read them");
+    await shot("05-cluster-refused");
+    ok(why);
+  } else {
+    await page.locator("#leader").waitFor();
+    const leader = (await page.textContent("#leader")).trim();
+    if (!leader || leader.startsWith("none")) throw new Error(`no leader shown: ${leader}`);
+    await page.locator("#cluster table").nth(1).waitFor();
+    await shot("05-cluster");
+    ok(`leader ${leader}`);
+  }
+
+  if (otherToken) {
+    step = "another tenant sees nothing of the job";
+    await page.click("#logout");
+    await page.locator("form#login").waitFor();
+    await page.fill("#token", otherToken);
+    await page.click("form#login button[type=submit]");
+    // The list has answered (a table, or its empty line) without the job.
+    await page.locator("#jobs table, #jobs p.empty").first().waitFor();
+    if (await page.locator("#jobs a", { hasText: job }).count() !== 0) throw new Error("the job is listed for another tenant");
+    const jobUrl = new URL(await page.evaluate(() => location.href));
+    await page.goto(`${jobUrl.origin}/jobs/${encodeURIComponent(job)}`);
+    await page.locator("p.status .error").waitFor();
+    const why = (await page.textContent("p.status")).trim();
+    if (await page.locator("#graph g.node").count() !== 0) throw new Error("the job's graph is shown to another tenant");
+    await shot("06-other-tenant");
+    ok(why);
+  }
 
   if (consoleErrors.length) {
     step = "no script errors";
-    // A refused login logs the 401 of its fetch; anything else is a bug.
-    const unexpected = consoleErrors.filter((e) => !/401/.test(e));
+    // The refusals the steps provoke (a wrong token, another tenant, a
+    // tenant at the cluster page) log their fetch's status; anything else
+    // is a bug of the page.
+    const unexpected = consoleErrors.filter((e) => !/^Failed to load resource: the server responded with a status of 40[134]/.test(e));
     if (unexpected.length) throw new Error(unexpected.join("; "));
   }
   console.log("PASS");
