@@ -40,6 +40,11 @@ type Options struct {
 	// Job must be listed, with Nodes in its graph.
 	Job   string
 	Nodes []string
+	// Tenant is the job's tenant for an admin token, which picks it in the
+	// jobs page's selector; empty for a tenant's token.
+	Tenant string
+	// Steps limits the script to these steps (see e2e.mjs; nil: all).
+	Steps []string
 	// Timeout bounds each wait in the browser (0: 60 s).
 	Timeout time.Duration
 }
@@ -109,6 +114,7 @@ func Run(t testing.TB, o Options) {
 	cmd.Env = append(os.Environ(),
 		"EDDY_URL="+o.URL, "EDDY_TOKEN="+o.Token, "EDDY_BAD_TOKEN="+o.BadToken,
 		"EDDY_OTHER_TOKEN="+o.OtherToken, "EDDY_CLUSTER="+map[bool]string{true: "refused", false: "leader"}[o.ClusterRefused],
+		"EDDY_TENANT="+o.Tenant, "EDDY_STEPS="+strings.Join(o.Steps, ","),
 		"EDDY_JOB="+o.Job, "EDDY_NODES="+strings.Join(o.Nodes, ","),
 		"EDDY_ARTIFACTS="+art, "EDDY_TIMEOUT_MS="+strconv.FormatInt(o.Timeout.Milliseconds(), 10), "CHROMIUM="+Chromium)
 	out, err := cmd.CombinedOutput()

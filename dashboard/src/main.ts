@@ -122,12 +122,25 @@ function stateBadge(state: string | undefined, prefix: string): HTMLElement {
 }
 
 function jobsPage(): void {
+  const tenant = new URLSearchParams(location.search).get("tenant") ?? "";
   const line = h("p", { class: "status" });
   const list = h("div", { id: "jobs" });
-  frame("Jobs", line, list);
+  // An admin's calls act on the tenant they name ("default" when none):
+  // a selector of every tenant lets the admin pick one.
+  const picker = h("p", { id: "tenant-picker" });
+  frame("Jobs", picker, line, list);
+  if (token()) {
+    call<WhoAmI>("GET", "/v1/whoami").then(async (w) => {
+      if (w.token?.role !== "ROLE_ADMIN") return;
+      const r = await call<{ tenants?: { id?: string }[] }>("GET", "/v1/tenants");
+      const sel = h("select", { id: "tenant", onchange: () => navigate("/" + q({ tenant: sel.value })) },
+        ...(r.tenants ?? []).map((t) => h("option", { value: t.id ?? "", selected: (t.id ?? "") === (tenant || "default") }, t.id ?? "")));
+      replace(picker, h("label", null, "Tenant ", sel));
+    }).catch(() => { /* the list's own call shows a refusal */ });
+  }
   poll(async () => {
     try {
-      const r = await call<{ jobs?: JobSummary[] }>("GET", "/v1/jobs");
+      const r = await call<{ jobs?: JobSummary[] }>("GET", "/v1/jobs" + q({ tenant }));
       const rows = (r.jobs ?? []).map((j) => [jobLink(j), j.name ?? "", j.tenant ?? "", stateBadge(j.state, "JOB_STATE_"),
         j.attempt ?? 0, time(j.submittedUnixMs), j.message ?? ""]);
       replace(list, table(["Job", "Name", "Tenant", "State", "Attempt", "Submitted", "Message"], rows, "No jobs."));

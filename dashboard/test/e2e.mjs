@@ -14,6 +14,10 @@
 //   EDDY_CLUSTER    "leader" (default: the cluster page shows the leader)
 //                   or "refused" (the token may not read the cluster: the
 //                   page shows the refusal and no table)
+//   EDDY_STEPS      the steps to run, comma-separated (default all):
+//                   login,jobs,graph,checkpoint,savepoint,cluster,other
+//   EDDY_TENANT     the job's tenant, for an admin token (picked in the
+//                   jobs page's tenant selector)
 //   EDDY_ARTIFACTS  where screenshots go (created)
 //   EDDY_TIMEOUT_MS bound of every wait (default 60000)
 //   CHROMIUM        the browser (default /usr/bin/chromium)
@@ -31,6 +35,9 @@ const job = env("EDDY_JOB");
 const nodes = env("EDDY_NODES", "").split(",").filter(Boolean);
 const otherToken = env("EDDY_OTHER_TOKEN", "");
 const clusterExpect = env("EDDY_CLUSTER", "leader");
+const steps = (env("EDDY_STEPS", "") || "login,jobs,graph,checkpoint,savepoint,cluster,other").split(",");
+const want = (name) => steps.includes(name);
+const tenant = env("EDDY_TENANT", "");
 const artifacts = env("EDDY_ARTIFACTS", "dashboard-artifacts");
 const timeout = Number(env("EDDY_TIMEOUT_MS", "60000"));
 if (!url || !job) {
@@ -61,10 +68,12 @@ const shot = async (name) => {
 const ok = (msg) => console.log(`ok ${step}: ${msg}`);
 
 try {
+  await page.goto(url + "/");
   if (goodToken) {
-    step = "login refuses a wrong token";
-    await page.goto(url + "/");
     await page.locator("form#login").waitFor();
+  }
+  if (goodToken && want("login")) {
+    step = "login refuses a wrong token";
     await page.fill("#token", badToken);
     await page.click("form#login button[type=submit]");
     await page.locator("#login-error", { hasText: "refused" }).waitFor();
@@ -73,66 +82,77 @@ try {
     if (await page.evaluate(() => sessionStorage.getItem("eddy.token")) !== null) throw new Error("a refused token was kept");
     await shot("01-login-refused");
     ok(err);
-
+  }
+  if (goodToken) {
     step = "login";
     await page.fill("#token", goodToken);
     await page.click("form#login button[type=submit]");
-  } else {
-    await page.goto(url + "/");
+    await page.locator("#jobs table, #jobs p.empty").first().waitFor();
   }
 
-  step = "jobs list shows the job";
   const jobLink = page.locator(`#jobs a`, { hasText: job });
-  await jobLink.first().waitFor();
-  await shot("02-jobs");
-  ok(job);
+  if (want("jobs")) {
+    step = "jobs list shows the job";
+    if (tenant) await page.selectOption("#tenant", tenant);
+    await jobLink.first().waitFor();
+    await shot("02-jobs");
+    ok(job);
+  }
 
-  step = "job graph shows its nodes";
-  await jobLink.first().click();
-  await page.locator("#graph").waitFor();
-  for (const n of nodes) await page.locator(`#graph g.node[data-node="${n}"]`).waitFor();
-  const drawn = await page.$$eval("#graph g.node", (gs) => gs.map((g) => g.getAttribute("data-node")));
-  const missing = nodes.filter((n) => !drawn.includes(n));
-  if (missing.length) throw new Error(`graph lacks ${missing.join(", ")}; has ${drawn.join(", ")}`);
-  const edges = await page.locator("#graph g.edge").count();
-  if (nodes.length > 1 && edges === 0) throw new Error("graph has no edges");
-  ok(`${drawn.length} nodes (${drawn.join(", ")}), ${edges} edges`);
-
-  step = "a checkpoint appears in the history";
   const row = (kind) => page.locator("#checkpoints tbody tr").filter({ has: page.locator("td:nth-child(2)", { hasText: new RegExp(`^${kind}$`) }) })
     .filter({ has: page.locator("td:nth-child(3)", { hasText: "completed" }) });
-  await row("checkpoint").first().waitFor();
-  ok((await row("checkpoint").first().innerText()).replace(/\s+/g, " "));
-  // Live updates: records/s appears once two polls have been compared.
-  await page.locator("#tasks tbody td:nth-child(7)", { hasText: "/s" }).first().waitFor();
-  await shot("03-job");
-
-  step = "a savepoint started from the page completes";
-  await page.click("#savepoint");
-  await page.locator("#savepoint-result", { hasText: "completed" }).waitFor();
-  const result = (await page.textContent("#savepoint-result")).trim();
-  await row("savepoint").first().waitFor();
-  await shot("04-savepoint");
-  ok(result);
-
-  step = "cluster page";
-  await page.click('nav a[href="/cluster"]');
-  if (clusterExpect === "refused") {
-    await page.locator("p.status .error").waitFor();
-    const why = (await page.textContent("p.status")).trim();
-    if (await page.locator("#cluster table").count() !== 0) throw new Error("cluster tables shown to a token that may not read them");
-    await shot("05-cluster-refused");
-    ok(why);
-  } else {
-    await page.locator("#leader").waitFor();
-    const leader = (await page.textContent("#leader")).trim();
-    if (!leader || leader.startsWith("none")) throw new Error(`no leader shown: ${leader}`);
-    await page.locator("#cluster table").nth(1).waitFor();
-    await shot("05-cluster");
-    ok(`leader ${leader}`);
+  if (want("graph")) {
+    step = "job graph shows its nodes";
+    await jobLink.first().click();
+    await page.locator("#graph").waitFor();
+    for (const n of nodes) await page.locator(`#graph g.node[data-node="${n}"]`).waitFor();
+    const drawn = await page.$$eval("#graph g.node", (gs) => gs.map((g) => g.getAttribute("data-node")));
+    const missing = nodes.filter((n) => !drawn.includes(n));
+    if (missing.length) throw new Error(`graph lacks ${missing.join(", ")}; has ${drawn.join(", ")}`);
+    const edges = await page.locator("#graph g.edge").count();
+    if (nodes.length > 1 && edges === 0) throw new Error("graph has no edges");
+    ok(`${drawn.length} nodes (${drawn.join(", ")}), ${edges} edges`);
   }
 
-  if (otherToken) {
+  if (want("checkpoint")) {
+    step = "a checkpoint appears in the history";
+    await row("checkpoint").first().waitFor();
+    ok((await row("checkpoint").first().innerText()).replace(/\s+/g, " "));
+    // Live updates: records/s appears once two polls have been compared.
+    await page.locator("#tasks tbody td:nth-child(7)", { hasText: "/s" }).first().waitFor();
+    await shot("03-job");
+  }
+
+  if (want("savepoint")) {
+    step = "a savepoint started from the page completes";
+    await page.click("#savepoint");
+    await page.locator("#savepoint-result", { hasText: "completed" }).waitFor();
+    const result = (await page.textContent("#savepoint-result")).trim();
+    await row("savepoint").first().waitFor();
+    await shot("04-savepoint");
+    ok(result);
+  }
+
+  if (want("cluster")) {
+    step = "cluster page";
+    await page.click('nav a[href="/cluster"]');
+    if (clusterExpect === "refused") {
+      await page.locator("p.status .error").waitFor();
+      const why = (await page.textContent("p.status")).trim();
+      if (await page.locator("#cluster table").count() !== 0) throw new Error("cluster tables shown to a token that may not read them");
+      await shot("05-cluster-refused");
+      ok(why);
+    } else {
+      await page.locator("#leader").waitFor();
+      const leader = (await page.textContent("#leader")).trim();
+      if (!leader || leader.startsWith("none")) throw new Error(`no leader shown: ${leader}`);
+      await page.locator("#cluster table").nth(1).waitFor();
+      await shot("05-cluster");
+      ok(`leader ${leader}`);
+    }
+  }
+
+  if (otherToken && want("other")) {
     step = "another tenant sees nothing of the job";
     await page.click("#logout");
     await page.locator("form#login").waitFor();
