@@ -22,6 +22,7 @@ type fixtureAPI struct {
 		sync.Mutex
 		polls     int
 		savepoint bool
+		swapped   bool
 	}
 }
 
@@ -65,6 +66,15 @@ func (f *fixtureAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "POST /v1/jobs/acme-1/savepoints":
 		f.mu.savepoint = true
 		body = m{"path": "tenants/acme/savepoints/acme-1-7", "checkpointId": "7"}
+	case "POST /v1/jobs/acme-1/swaps":
+		var req struct{ Node, Module string }
+		if err := json.NewDecoder(r.Body).Decode(&req); err != nil || req.Node != "count" || req.Module != "counter@2" {
+			w.WriteHeader(http.StatusBadRequest)
+			w.Write([]byte(`{"code":3,"message":"unexpected swap request"}`))
+			return
+		}
+		f.mu.swapped = true
+		body = m{"swap": m{"swapId": "2", "node": "count", "fromModule": "counter@1", "toModule": "counter@2", "state": "SWAP_STATE_SWAPPED"}}
 	case "GET /v1/jobs/acme-1":
 		f.mu.polls++
 		out := strconv.Itoa(1000 * f.mu.polls)
@@ -76,12 +86,18 @@ func (f *fixtureAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if f.mu.savepoint {
 			cps = append([]m{{"checkpointId": "7", "kind": "CHECKPOINT_KIND_SAVEPOINT", "state": "CHECKPOINT_STATE_COMPLETED", "durationMs": "80", "fullSizeBytes": "4096", "path": "tenants/acme/savepoints/acme-1-7"}}, cps...)
 		}
+		module := "counter@1"
+		swaps := []m{{"swapId": "1", "node": "count", "fromModule": "counter@1", "toModule": "counter@2", "state": "SWAP_STATE_REFUSED", "reason": "state schema differs"}}
+		if f.mu.swapped {
+			module = "counter@2"
+			swaps = append(swaps, m{"swapId": "2", "node": "count", "fromModule": "counter@1", "toModule": "counter@2", "state": "SWAP_STATE_SWAPPED"})
+		}
 		body = m{
 			"job":         m{"jobId": "acme-1", "tenant": "acme", "name": "counter", "state": "JOB_STATE_RUNNING", "attempt": 1},
 			"tasks":       []m{task("src[0]", "src", 0.7), task("count[0]", "count -> out", 0.05)},
 			"checkpoints": cps,
-			"nodes":       []m{{"name": "count", "module": "counter@1", "sha256": "abcdef0123456789"}},
-			"swaps":       []m{{"swapId": "1", "node": "count", "fromModule": "counter@1", "toModule": "counter@2", "state": "SWAP_STATE_REFUSED", "reason": "state schema differs"}},
+			"nodes":       []m{{"name": "count", "module": module, "sha256": "abcdef0123456789"}},
+			"swaps":       swaps,
 			"graph": m{
 				"nodes": []m{{"name": "src", "kind": "source", "parallelism": 1, "chainHead": "src"},
 					{"name": "count", "kind": "wasm", "parallelism": 1, "chainHead": "count"},
@@ -107,5 +123,6 @@ func TestBrowserFixture(t *testing.T) {
 	mux.Handle("/", dashboard.Handler())
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	dashboardtest.Run(t, dashboardtest.Options{URL: srv.URL, Token: "good", BadToken: "bad", OtherToken: "other", Job: "acme-1", Nodes: []string{"src", "count", "out"}})
+	dashboardtest.Run(t, dashboardtest.Options{URL: srv.URL, Token: "good", BadToken: "bad", OtherToken: "other", Job: "acme-1", Nodes: []string{"src", "count", "out"},
+		SwapNode: "count", SwapModule: "counter@2"})
 }

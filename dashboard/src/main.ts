@@ -251,8 +251,11 @@ function jobPage(jobId: string, tenant: string): void {
     };
     replace(graph, gnodes.length ? drawGraph(gnodes, st.graph?.edges ?? [], live) : h("p", { class: "empty" }, "No graph."));
 
+    // A task runs the chain of nodes whose chain head starts its id.
+    const chainOf = (t: TaskStatus): string => t.chain ||
+      gnodes.filter((n) => (t.taskId ?? "").startsWith(`${n.chainHead}[`)).map((n) => n.name).join(" → ");
     replace(tasks, table(["Task", "Chain", "State", "Worker", "Records in", "Records out", "Throughput", "Backpressure", "Watermark"],
-      (st.tasks ?? []).map((t: TaskStatus) => [t.taskId ?? "", t.chain ?? "", stateBadge(t.state, "TASK_STATE_"), t.workerId ?? "–",
+      (st.tasks ?? []).map((t: TaskStatus) => [t.taskId ?? "", chainOf(t), stateBadge(t.state, "TASK_STATE_"), t.workerId ?? "–",
         num(t.metrics?.recordsIn), num(t.metrics?.recordsOut), rate(rates.get(t.taskId ?? "")),
         percent(t.metrics?.backpressureRatio), watermark(t.metrics?.watermarkMs)]), "No tasks."));
 
@@ -288,7 +291,7 @@ function jobPage(jobId: string, tenant: string): void {
         if (num(l.seq) <= logLast) continue;
         logLast = num(l.seq);
         const e = l.entry ?? {};
-        logLines.push(`${time(e.timeUnixMs)} ${e.level ?? ""} ${e.task ?? ""}${e.stream ? " " + e.stream : ""}: ${e.message ?? ""}`);
+        logLines.push(`${time(e.timeUnixMs)} ${e.level ?? ""} ${e.task || "job"}${e.stream ? " " + e.stream : ""}: ${e.message ?? ""}`);
       }
       logLines.splice(0, Math.max(0, logLines.length - 200));
       if (r.nextSeq !== undefined) logSeq = String(r.nextSeq);

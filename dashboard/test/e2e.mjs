@@ -14,8 +14,10 @@
 //   EDDY_CLUSTER    "leader" (default: the cluster page shows the leader)
 //                   or "refused" (the token may not read the cluster: the
 //                   page shows the refusal and no table)
+//   EDDY_SWAP_NODE, EDDY_SWAP_MODULE  optional: a hot swap to make with the
+//                   page's form (node, "name@version"); it must end SWAPPED
 //   EDDY_STEPS      the steps to run, comma-separated (default all):
-//                   login,jobs,graph,checkpoint,savepoint,cluster,other
+//                   login,jobs,graph,checkpoint,savepoint,swap,cluster,other
 //   EDDY_TENANT     the job's tenant, for an admin token (picked in the
 //                   jobs page's tenant selector)
 //   EDDY_ARTIFACTS  where screenshots go (created)
@@ -35,9 +37,11 @@ const job = env("EDDY_JOB");
 const nodes = env("EDDY_NODES", "").split(",").filter(Boolean);
 const otherToken = env("EDDY_OTHER_TOKEN", "");
 const clusterExpect = env("EDDY_CLUSTER", "leader");
-const steps = (env("EDDY_STEPS", "") || "login,jobs,graph,checkpoint,savepoint,cluster,other").split(",");
+const steps = (env("EDDY_STEPS", "") || "login,jobs,graph,checkpoint,savepoint,swap,cluster,other").split(",");
 const want = (name) => steps.includes(name);
 const tenant = env("EDDY_TENANT", "");
+const swapNode = env("EDDY_SWAP_NODE", "");
+const swapModule = env("EDDY_SWAP_MODULE", "");
 const artifacts = env("EDDY_ARTIFACTS", "dashboard-artifacts");
 const timeout = Number(env("EDDY_TIMEOUT_MS", "60000"));
 if (!url || !job) {
@@ -131,6 +135,20 @@ try {
     await row("savepoint").first().waitFor();
     await shot("04-savepoint");
     ok(result);
+  }
+
+  if (swapNode && want("swap")) {
+    step = "a swap made with the page's form completes";
+    await page.selectOption("#swap-node", swapNode);
+    await page.fill("#swap-module", swapModule);
+    await page.click("form#swap button[type=submit]");
+    await page.locator("#swap-result", { hasText: /^swap (swapped|refused|failed|rolled back)/ }).waitFor();
+    const result = (await page.textContent("#swap-result")).trim();
+    if (!result.startsWith("swap swapped")) throw new Error(result);
+    await page.locator("#swaps tbody tr", { hasText: swapModule }).filter({ hasText: "swapped" }).first().waitFor();
+    await page.locator("#modules tbody tr", { hasText: swapModule }).first().waitFor();
+    await shot("04-swap");
+    ok(`${swapNode} → ${swapModule}: ${result}`);
   }
 
   if (want("cluster")) {
