@@ -1,7 +1,9 @@
 package conformance
 
 import (
+	"cmp"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -49,21 +51,44 @@ var natives = map[string]func(t *testing.T, v *Vector) ([]Record, error){
 		return out, nil
 	},
 	"counter": func(t *testing.T, v *Vector) ([]Record, error) {
-		if err := counting.Parse(config(v)); err != nil {
+		c, err := counting.ParseConfig(config(v))
+		if err != nil {
 			return nil, err
 		}
 		if v.KeyBy != jobspec.RecordKey {
 			t.Skipf("keyed by %q: the key comes from the dataflow, not the algorithm", v.KeyBy)
 		}
 		counts := map[string]uint64{}
+		// With idle_ms: each key's deadline in processing time, which
+		// starts at 0 and moves only at the vector's advances.
+		deadlines := map[string]int64{}
+		var now int64
 		var out []Record
-		for _, r := range v.events() {
-			if r.Record == nil {
-				continue
+		for _, e := range v.events() {
+			switch {
+			case e.Record != nil:
+				k := string(e.Record.Key)
+				counts[k]++
+				if c.IdleMs > 0 {
+					deadlines[k] = c.Deadline(now)
+				}
+				out = append(out, record(e.Record.Key, counting.AppendJSON(nil, e.Record.Key, counts[k]), e.Record.Timestamp))
+			case e.ProcessingTime != nil && *e.ProcessingTime > now:
+				now = *e.ProcessingTime
+				var due []string
+				for k, d := range deadlines {
+					if d <= now {
+						due = append(due, k)
+					}
+				}
+				slices.SortFunc(due, func(a, b string) int {
+					return cmp.Or(cmp.Compare(deadlines[a], deadlines[b]), strings.Compare(a, b))
+				})
+				for _, k := range due {
+					delete(deadlines, k)
+					out = append(out, record([]byte(k), counting.AppendIdleJSON(nil, []byte(k), counts[k]), abi.NoTimestamp))
+				}
 			}
-			k := string(r.Record.Key)
-			counts[k]++
-			out = append(out, record(r.Record.Key, counting.AppendJSON(nil, r.Record.Key, counts[k]), r.Record.Timestamp))
 		}
 		return out, nil
 	},

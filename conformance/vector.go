@@ -32,13 +32,16 @@ type Vector struct {
 	Error string `json:"error,omitempty"`
 }
 
-// Event is a record (Value set) or a watermark (Watermark set).
+// Event is a record (Value set), a watermark (Watermark set) or an
+// advance of processing time (ProcessingTime set: Unix ms; the harness's
+// processing time starts at 0 and moves only so).
 type Event struct {
 	Key   *string `json:"key,omitempty"`
 	Value *string `json:"value,omitempty"`
 	// Timestamp left out is a record without event time.
-	Timestamp *int64 `json:"timestamp,omitempty"`
-	Watermark *int64 `json:"watermark,omitempty"`
+	Timestamp      *int64 `json:"timestamp,omitempty"`
+	Watermark      *int64 `json:"watermark,omitempty"`
+	ProcessingTime *int64 `json:"processing_time,omitempty"`
 }
 
 // Record is an output record; values are strings so that every byte is
@@ -67,8 +70,8 @@ func Load(path string) (*Vector, error) {
 		return nil, fmt.Errorf("%s: neither output nor error is expected", path)
 	}
 	for i, e := range v.Events {
-		if (e.Value == nil) == (e.Watermark == nil) {
-			return nil, fmt.Errorf("%s: event %d: want exactly one of value and watermark", path, i)
+		if n := btoi(e.Value != nil) + btoi(e.Watermark != nil) + btoi(e.ProcessingTime != nil); n != 1 {
+			return nil, fmt.Errorf("%s: event %d: want exactly one of value, watermark and processing_time", path, i)
 		}
 	}
 	return &v, nil
@@ -83,6 +86,11 @@ func (v *Vector) events() []localrun.Event {
 			out = append(out, localrun.Event{Watermark: &wm})
 			continue
 		}
+		if e.ProcessingTime != nil {
+			pt := *e.ProcessingTime
+			out = append(out, localrun.Event{ProcessingTime: &pt})
+			continue
+		}
 		r := &localrun.Record{Value: []byte(*e.Value), Timestamp: abi.NoTimestamp}
 		if e.Timestamp != nil {
 			r.Timestamp = *e.Timestamp
@@ -93,6 +101,13 @@ func (v *Vector) events() []localrun.Event {
 		out = append(out, localrun.Event{Record: r})
 	}
 	return out
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // config is the harness configuration of the vector.

@@ -160,6 +160,9 @@ func (o *remoteOutlet) deliver(ctx context.Context, msg message, m *taskMetrics)
 	if msg.kind == msgBatch && msg.batch.Len() == 0 {
 		return nil // frames are never empty
 	}
+	if msg.kind == msgProcessingTime {
+		return nil // a local harness's (ManualProcessingTime): one process only
+	}
 	if o.sent >= o.credit.Load() {
 		m.blockStart()
 		for o.sent >= o.credit.Load() {

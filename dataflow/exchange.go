@@ -443,6 +443,8 @@ func messageFrame(m message) *eddyv1.Frame {
 		}
 		return &eddyv1.Frame{Kind: &eddyv1.Frame_Barrier{Barrier: &eddyv1.Barrier{
 			CheckpointId: uint64(b.id), TriggeredUnixMs: b.triggered, Kind: kind, SwapId: uint64(b.swapID), SwapNode: b.swapNode}}}
+	case msgProcessingTime:
+		return nil // never sent: remoteOutlet.deliver drops it
 	default: // msgEOS
 		return &eddyv1.Frame{Kind: &eddyv1.Frame_EndOfInput{EndOfInput: &eddyv1.EndOfInput{}}}
 	}

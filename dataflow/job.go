@@ -59,6 +59,14 @@ type Options struct {
 	// (nil: plaintext). A worker's Exchange requires a certificate of the
 	// cluster CA when it has TLS.
 	TLS *rpc.Credentials
+	// ManualProcessingTime makes processing time a script's: it starts at
+	// 0 and moves only when the source reports an advance
+	// (stream.ProcessingTimeSource), which travels to the downstream
+	// tasks in band, like a watermark, so that timers fire at the same
+	// place in the stream on every run; the wall clock is not read. For
+	// the local harness (dataflow/localrun), whose jobs run in one
+	// process: an advance does not cross a remote exchange.
+	ManualProcessingTime bool
 }
 
 // ErrJobFailed marks the error of a job whose task failed.

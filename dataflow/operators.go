@@ -68,6 +68,7 @@ func (w *wasmOperator) Open(ctx context.Context, info stream.TaskInfo) error {
 		State:  st,
 		Logger: info.Logger,
 		Gate:   info.Gate,
+		Now:    info.Now,
 	}
 	inst, err := w.module.NewInstance(ctx, cfg)
 	if err != nil {

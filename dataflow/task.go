@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"math"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/eddy-stream/eddy/abi/jsonscan"
@@ -26,6 +27,7 @@ const (
 	msgIdle // the channel produces nothing for now: ignore its watermark
 	msgEOS  // the channel ended: its watermark is +∞
 	msgBarrier
+	msgProcessingTime // Options.ManualProcessingTime: processing time moves to wm
 )
 
 // message is what travels through an input queue.
@@ -116,6 +118,10 @@ type task struct {
 	restoredWM int64
 	// swaps are the swap slots of the chain's Wasm nodes, by node.
 	swaps map[string]*swapSlot
+	// procNow is the processing time of a job with ManualProcessingTime,
+	// in Unix ms: written by the task's goroutine, read by its guests'
+	// processing_time (which may run on a prepared swap's goroutine).
+	procNow atomic.Int64
 }
 
 func (t *task) info(v *vertex) stream.TaskInfo {
@@ -125,6 +131,9 @@ func (t *task) info(v *vertex) stream.TaskInfo {
 	}
 	info := stream.TaskInfo{Job: t.job.spec.Name, JobID: jobID, Node: v.node.Name, Subtask: t.subtask, Parallelism: v.parallelism, MaxParallelism: t.job.spec.MaxParallelism,
 		Checkpointing: t.cp != nil, Logger: t.log, Gate: t.job.opts.Gate}
+	if t.job.opts.ManualProcessingTime {
+		info.Now = t.procNow.Load
+	}
 	if t.restore != nil {
 		info.RestoredCheckpoint = t.restore.id
 	}
@@ -439,6 +448,10 @@ func (t *task) runSource(ctx context.Context) error {
 	}
 	pending, _ := t.source.(stream.PendingReporter)
 	ws, _ := t.source.(stream.WatermarkSource)
+	var pts stream.ProcessingTimeSource
+	if t.job.opts.ManualProcessingTime {
+		pts, _ = t.source.(stream.ProcessingTimeSource)
+	}
 	// The source batch is reused when a stage consumes it synchronously;
 	// when the chain is just the source it is sent downstream, so fresh.
 	var reuse *stream.Batch
@@ -543,6 +556,13 @@ func (t *task) runSource(ctx context.Context) error {
 				}
 			}
 		}
+		if pts != nil {
+			if now, ok := pts.ProcessingTime(); ok {
+				if err := t.advanceProcessingTime(ctx, now); err != nil {
+					return err
+				}
+			}
+		}
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -600,7 +620,7 @@ func (t *task) runGate(ctx context.Context) error {
 	}
 	t.align = newAligner(open)
 	var tick <-chan time.Time
-	if t.timed {
+	if t.timed && !t.job.opts.ManualProcessingTime {
 		ticker := time.NewTicker(processingTimeTick)
 		defer ticker.Stop()
 		tick = ticker.C
@@ -672,6 +692,11 @@ func (t *task) runGate(ctx context.Context) error {
 			t.chanIdle[m.channel] = false
 		case msgIdle:
 			t.chanIdle[m.channel] = true
+		case msgProcessingTime:
+			if err := t.advanceProcessingTime(ctx, m.wm); err != nil {
+				return err
+			}
+			continue
 		case msgEOS:
 			t.chanWM[m.channel] = math.MaxInt64
 			t.chanIdle[m.channel] = false
@@ -759,7 +784,7 @@ func (t *task) advanceWatermark(ctx context.Context, wm int64) error {
 }
 
 func (t *task) maybeTick(ctx context.Context) error {
-	if !t.timed {
+	if !t.timed || t.job.opts.ManualProcessingTime {
 		return nil
 	}
 	now := time.Now()
@@ -768,6 +793,24 @@ func (t *task) maybeTick(ctx context.Context) error {
 	}
 	t.nextTick = now.Add(processingTimeTick)
 	return t.processingTime(ctx, now)
+}
+
+// advanceProcessingTime moves a ManualProcessingTime job's processing
+// time to now (a value not above it changes nothing), fires the timers due
+// in the chain's stages and passes the advance on to the consumers, after
+// what the stages emitted. With several inputs each advance is taken as it
+// comes: the harness's jobs have one source.
+func (t *task) advanceProcessingTime(ctx context.Context, now int64) error {
+	if now <= t.procNow.Load() {
+		return nil
+	}
+	t.procNow.Store(now)
+	if t.timed {
+		if err := t.processingTime(ctx, time.UnixMilli(now)); err != nil {
+			return err
+		}
+	}
+	return t.broadcast(ctx, message{kind: msgProcessingTime, wm: now})
 }
 
 func (t *task) processingTime(ctx context.Context, now time.Time) error {

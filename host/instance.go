@@ -42,6 +42,10 @@ type InstanceConfig struct {
 	// Gate, when set, admits every guest call of the instance: the
 	// worker's CPU share of the instance's tenant. nil: calls run at once.
 	Gate Gate
+	// Now is processing time in Unix milliseconds, what the guest's
+	// processing_time import returns. nil: the wall clock. The local
+	// harness (dataflow/localrun) drives it from a test's script.
+	Now func() int64
 }
 
 // Gate admits guest calls: Acquire returns once the call may run, and the
@@ -184,6 +188,7 @@ func (m *Module) newInstance(ctx context.Context, cfg InstanceConfig, name, who 
 	}
 	i.ctx = context.WithValue(context.WithoutCancel(ctx), instanceKey{}, i)
 	i.keyed.init(cfg.State, cfg.Keyed, name)
+	i.keyed.now = cfg.Now
 	i.log = newGuestLog(i.ctx, logger.With(slog.String("instance", name), slog.String("module", m.name)),
 		e.cfg.LogLinesPerSecond, e.cfg.LogBurst)
 

@@ -55,6 +55,8 @@ type keyedState struct {
 	decls []stateDecl
 
 	watermark int64
+	// now is InstanceConfig.Now (nil: the wall clock).
+	now func() int64
 
 	// buf holds what a read returns until it is copied into the guest.
 	buf []byte
@@ -417,7 +419,12 @@ func hostWatermark(ctx context.Context, _ api.Module, stack []uint64) {
 
 // processing_time() -> i64
 func hostProcessingTime(ctx context.Context, _ api.Module, stack []uint64) {
-	instanceFrom(ctx).requireKeyed(abi.ImportProcessingTime)
+	i := instanceFrom(ctx)
+	i.requireKeyed(abi.ImportProcessingTime)
+	if i.keyed.now != nil {
+		stack[0] = uint64(i.keyed.now())
+		return
+	}
 	stack[0] = uint64(time.Now().UnixMilli())
 }
 

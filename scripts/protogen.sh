@@ -8,11 +8,15 @@
 # The Makefile passes the pinned versions: PROTOC_VERSION (Debian's
 # protobuf-compiler; the version is written into every generated file, so
 # another protoc would change the output), PROTOC_GEN_GO_VERSION,
-# PROTOC_GEN_GO_GRPC_VERSION, and TOOLS (where the plugins are installed,
-# one directory per version). Output is byte-identical for the same inputs.
+# PROTOC_GEN_GO_GRPC_VERSION, PROTOC_GEN_GRPC_GATEWAY_VERSION (the version
+# of protoc-gen-grpc-gateway and protoc-gen-openapiv2, which make the REST
+# gateway of the Control service and its OpenAPI description from the
+# HTTP rules of proto/eddy/v1/control_http.yaml), and TOOLS (where the
+# plugins are installed, one directory per version). Output is
+# byte-identical for the same inputs.
 set -eu
 
-: "${PROTOC_VERSION:?}" "${PROTOC_GEN_GO_VERSION:?}" "${PROTOC_GEN_GO_GRPC_VERSION:?}" "${TOOLS:?}"
+: "${PROTOC_VERSION:?}" "${PROTOC_GEN_GO_VERSION:?}" "${PROTOC_GEN_GO_GRPC_VERSION:?}" "${PROTOC_GEN_GRPC_GATEWAY_VERSION:?}" "${TOOLS:?}"
 GO=${GO:-go}
 mode=gen
 case "${1:-}" in
@@ -50,6 +54,8 @@ plugin() {
 }
 gen_go=$(plugin protoc-gen-go google.golang.org/protobuf/cmd/protoc-gen-go "$PROTOC_GEN_GO_VERSION")
 gen_go_grpc=$(plugin protoc-gen-go-grpc google.golang.org/grpc/cmd/protoc-gen-go-grpc "$PROTOC_GEN_GO_GRPC_VERSION")
+gen_gateway=$(plugin protoc-gen-grpc-gateway github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-grpc-gateway "$PROTOC_GEN_GRPC_GATEWAY_VERSION")
+gen_openapi=$(plugin protoc-gen-openapiv2 github.com/grpc-ecosystem/grpc-gateway/v2/protoc-gen-openapiv2 "$PROTOC_GEN_GRPC_GATEWAY_VERSION")
 
 # Generate into a fresh directory in both modes, so that a .pb.go whose
 # .proto was removed is detected (check) or deleted (gen).
@@ -60,8 +66,17 @@ files=$(cd proto && find . -name '*.proto' | sed 's|^\./||' | LC_ALL=C sort)
 	--plugin=protoc-gen-go="$gen_go" --go_out="$out" --go_opt=paths=source_relative \
 	--plugin=protoc-gen-go-grpc="$gen_go_grpc" --go-grpc_out="$out" --go-grpc_opt=paths=source_relative \
 	$files)
+# The REST gateway of Control and its OpenAPI description, routed by the
+# HTTP rules of control_http.yaml rather than annotations in the .proto.
+http_rules=eddy/v1/control_http.yaml
+(cd proto && protoc -I . \
+	--plugin=protoc-gen-grpc-gateway="$gen_gateway" --grpc-gateway_out="$out" \
+	--grpc-gateway_opt=paths=source_relative,grpc_api_configuration=$http_rules \
+	--plugin=protoc-gen-openapiv2="$gen_openapi" --openapiv2_out="$out" \
+	--openapiv2_opt=grpc_api_configuration=$http_rules \
+	eddy/v1/control.proto)
 
-generated() { (cd "$1" && find . -name '*.pb.go' | sed 's|^\./||' | LC_ALL=C sort); }
+generated() { (cd "$1" && find . \( -name '*.pb.go' -o -name '*.pb.gw.go' -o -name '*.swagger.json' \) | sed 's|^\./||' | LC_ALL=C sort); }
 
 if [ "$mode" = check ]; then
 	status=0

@@ -492,7 +492,7 @@ func TestFailures(t *testing.T) {
 // v2Used are the version 2 imports each stateful module must import:
 // exactly those it calls, since both linkers drop the others.
 var v2Used = map[string][]string{
-	"counter":        {abi.ImportStateDeclare, abi.ImportStateGet, abi.ImportStatePut},
+	"counter":        {abi.ImportProcessingTime, abi.ImportStateClear, abi.ImportStateDeclare, abi.ImportStateGet, abi.ImportStatePut, abi.ImportTimerDelete, abi.ImportTimerRegister},
 	"country-change": {abi.ImportStateClear, abi.ImportStateDeclare, abi.ImportStateGet, abi.ImportStatePut, abi.ImportTimerDelete, abi.ImportTimerRegister},
 }
 

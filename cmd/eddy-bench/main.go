@@ -65,6 +65,9 @@ func main() {
 			err = benchOperatorOnly(*root, *records, *runs)
 		}
 		if err == nil {
+			err = benchCounter(*root, *records/2, *runs)
+		}
+		if err == nil {
 			err = benchLatency(*latencyFor)
 		}
 		if err == nil {
@@ -77,6 +80,9 @@ func main() {
 		err = benchProjection(*root, *records, *runs)
 	case "operator":
 		err = benchOperatorOnly(*root, *records, *runs)
+		if err == nil {
+			err = benchCounter(*root, *records/2, *runs)
+		}
 	case "latency":
 		err = benchLatency(*latencyFor)
 	case "noisy":
@@ -270,11 +276,19 @@ func benchOperatorOnly(root string, records, runs int) error {
 		var samples []float64
 		for r := 0; r < runs; r++ {
 			start := time.Now()
-			for _, b := range batches {
-				out.Reset()
-				if err := v.process(b, out); err != nil {
-					return fmt.Errorf("%s: %w", v.label, err)
+			// Labelled, so that -cpuprofile splits by variant (pprof -tagfocus=variant=...).
+			var err error
+			pprof.Do(ctx, pprof.Labels("variant", "project "+v.label), func(context.Context) {
+				for _, b := range batches {
+					out.Reset()
+					if err = v.process(b, out); err != nil {
+						return
+					}
 				}
+			})
+			if err != nil {
+
+				return fmt.Errorf("%s: %w", v.label, err)
 			}
 			samples = append(samples, float64(time.Since(start).Nanoseconds())/float64(records))
 		}

@@ -128,7 +128,30 @@ func TestEddyTest(t *testing.T) {
 		},
 		{
 			name: "bad event line", args: []string{fixture("project-c"), "--events", "--cache-dir", ""}, stdin: "{\"value\":1}\n{\"watermark\":1,\"key\":\"k\"}\n",
-			code: 1, stderrLine: true, stderrHas: []string{"input stdin:2: a watermark event has no key, value or timestamp"},
+			code: 1, stderrLine: true, stderrHas: []string{"input stdin:2: a watermark or processing_time event has no other field"},
+		},
+		{
+			// Processing time starts at 0 and moves only at the script's
+			// advances: a's deadline is 1000, then 1600 after its second
+			// record; the advance to 1600 reports it idle, and b's deadline
+			// (2100) is still pending at the end of input.
+			name: "processing time", args: []string{fixture("counter-rust"), "--events", "--key-by", "record_key", "--config", `{"idle_ms":1000}`, "--cache-dir", ""},
+			stdin: `{"key":"a","value":"x","timestamp":1}
+{"processing_time":600}
+{"key":"a","value":"x","timestamp":2}
+{"processing_time":1100}
+{"key":"b","value":"x","timestamp":3}
+{"processing_time":1600}
+`,
+			stdout: `{"key":"a","value":{"key":"a","count":1},"timestamp":1}
+{"key":"a","value":{"key":"a","count":2},"timestamp":2}
+{"key":"b","value":{"key":"b","count":1},"timestamp":3}
+{"key":"a","value":{"key":"a","count":2,"idle":true}}
+`,
+		},
+		{
+			name: "two kinds in one event", args: []string{fixture("project-c"), "--events", "--cache-dir", ""}, stdin: "{\"watermark\":1,\"processing_time\":1}\n",
+			code: 1, stderrLine: true, stderrHas: []string{"input stdin:1: a watermark or processing_time event has no other field"},
 		},
 		{name: "no module", args: []string{"--key-by", "x"}, code: 2, stderrHas: []string{"which module?"}},
 		{name: "missing input", args: []string{fixture("project-c"), "--input", filepath.Join(dir, "nope.jsonl")}, code: 1, stderrHas: []string{"input: open"}},
@@ -172,6 +195,7 @@ func FuzzTestInputLine(f *testing.F) {
 	for _, s := range []string{
 		`{"key":"c1","value":{"a":1},"timestamp":1000}`, `{"watermark":5}`, `{"value":"text"}`,
 		`{"value":null}`, `{"watermark":1,"key":"k"}`, `{"key":1}`, `[]`, `{"value":{"a":1}} x`,
+		`{"processing_time":7}`, `{"processing_time":7,"watermark":1}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -180,8 +204,8 @@ func FuzzTestInputLine(f *testing.F) {
 			if strings.Contains(err.Error(), "\n") {
 				t.Fatalf("error is not one line: %q", err)
 			}
-		} else if (e.Record == nil) == (e.Watermark == nil) {
-			t.Fatalf("%q: event %+v is neither a record nor a watermark", line, e)
+		} else if n := btoi(e.Record != nil) + btoi(e.Watermark != nil) + btoi(e.ProcessingTime != nil); n != 1 {
+			t.Fatalf("%q: event %+v is not exactly one of a record, a watermark and a processing-time advance", line, e)
 		}
 		n, err := normalizeLine(line)
 		if err != nil {
@@ -192,4 +216,11 @@ func FuzzTestInputLine(f *testing.F) {
 			t.Fatalf("%q normalizes to %q, which normalizes to %q, %v", line, n, again, err)
 		}
 	})
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/eddy-stream/eddy/connectors"
+	"github.com/eddy-stream/eddy/dashboard"
 	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/dataflow/window"
@@ -252,9 +253,11 @@ func waitSignal() {
 func cmdCoordinator(args []string, stdout, stderr io.Writer) error {
 	var cf coordinatorFlags
 	var tf tlsFlags
+	var httpAddr string
 	ef, err := serverFlags("coordinator", args, stderr, func(fs *flag.FlagSet) {
 		cf.register(fs, false)
 		tf.register(fs)
+		fs.StringVar(&httpAddr, "http", "", httpFlagUsage)
 	})
 	if err != nil {
 		return err
@@ -263,6 +266,9 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if err := tf.checkListen(cf.cfg.TLS, "--api", cf.cfg.APIAddr, "--raft", cf.cfg.Raft.BindAddr); err != nil {
+		return err
+	}
+	if err := checkHTTPListen(&tf, cf.cfg.TLS, httpAddr); err != nil {
 		return err
 	}
 	cf.dataDir = ef.dataDir
@@ -281,6 +287,11 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) error {
 	// The addresses bound, also for port 0: what a script (or the tests)
 	// reads to reach a coordinator started on ports the kernel picked.
 	fmt.Fprintf(stdout, "coordinator %s serving on %s (raft %s)\n", cf.cfg.NodeID, s.coord.Addr(), s.coord.RaftAddr())
+	hs, err := startHTTP(ctx, httpAddr, &tf, cf.cfg.TLS, s.coord, dashboard.Handler(), s.log, stdout)
+	if err != nil {
+		return err
+	}
+	defer hs.close()
 	if cf.cfg.Raft.Bootstrap {
 		printAdminToken(ctx, s.coord, stdout, stderr)
 	}
@@ -379,10 +390,12 @@ func cmdStandalone(args []string, stdout, stderr io.Writer) error {
 	var wf workerFlags
 	var cliContext string
 	var tf tlsFlags
+	var httpAddr string
 	ef, err := serverFlags("standalone", args, stderr, func(fs *flag.FlagSet) {
 		cf.register(fs, true)
 		wf.register(fs, true)
 		tf.register(fs)
+		fs.StringVar(&httpAddr, "http", "", httpFlagUsage)
 		def := "local"
 		if v, ok := os.LookupEnv("EDDY_CLI_CONTEXT"); ok {
 			def = v
@@ -399,6 +412,9 @@ func cmdStandalone(args []string, stdout, stderr io.Writer) error {
 	if err := tf.checkListen(cf.cfg.TLS, "--api", cf.cfg.APIAddr, "--data", wf.cfg.DataAddr); err != nil {
 		return err
 	}
+	if err := checkHTTPListen(&tf, cf.cfg.TLS, httpAddr); err != nil {
+		return err
+	}
 	if ef.dataDir == "" {
 		return usageError{errors.New("--data-dir is required")}
 	}
@@ -408,6 +424,11 @@ func cmdStandalone(args []string, stdout, stderr io.Writer) error {
 	}
 	defer s.stop()
 	fmt.Fprintf(stdout, "standalone: coordinator on %s, worker with %d slots, data exchange on %s\n", s.coord.Addr(), wf.cfg.Slots, s.worker.Addr())
+	hs, err := startHTTP(context.Background(), httpAddr, &tf, cf.cfg.TLS, s.coord, dashboard.Handler(), s.log, stdout)
+	if err != nil {
+		return err
+	}
+	defer hs.close()
 	if printAdminToken(context.Background(), s.coord, stdout, stderr) && cliContext != "" {
 		abs, _ := filepath.Abs(cf.cfg.AdminTokenFile)
 		if path, err := registerLocalContext(cliContext, s.coord.Addr(), abs, tf.tls.CA); err != nil {

@@ -26,7 +26,9 @@ watermarks, windows, the end of input), and prints what it emits, one
 record a line: {"key":…,"value":…,"timestamp":…} (value as JSON when it
 is JSON, else as a string; key and timestamp left out when absent).
 Input lines are record values; with --events they are records in the
-output's format or explicit watermarks {"watermark":MS}. The guest's log
+output's format, explicit watermarks {"watermark":MS} or processing-time
+advances {"processing_time":MS} (processing time starts at 0 and moves
+only so, firing the processing-time timers due). The guest's log
 lines go to stderr. A trap or a failure prints the job's one-line error
 and exits 1; --expect FILE compares the output with FILE (the same
 format; spacing inside values aside) and exits 1 on a difference.
@@ -53,7 +55,7 @@ func cmdTest(args []string, stdout, stderr io.Writer) error {
 		config   = fs.String("config", "{}", "the module's configuration, a JSON object")
 		win      = fs.String("window", "", "run in a window: 'tumbling 1m', 'sliding 10m 1m', 'session 30s' or 'global 100' (aggregate modules and window functions)")
 		expect   = fs.String("expect", "", "compare the output with this JSON-lines file; a difference exits 1")
-		asEvents = fs.Bool("events", false, `input lines are events: {"key":…,"value":…,"timestamp":…} records (a string value is its text, other JSON as it is) or {"watermark":MS}`)
+		asEvents = fs.Bool("events", false, `input lines are events: {"key":…,"value":…,"timestamp":…} records (a string value is its text, other JSON as it is), {"watermark":MS} or {"processing_time":MS}`)
 		cacheDir = fs.String("cache-dir", defaultCacheDir(), "directory of the compiled-module cache (\"\" for none)")
 	)
 	// The module comes first (eddy test MODULE.wasm --flags) or after the
@@ -181,6 +183,7 @@ type testEvent struct {
 	Value     json.RawMessage `json:"value"`
 	Timestamp *int64          `json:"timestamp"`
 	Watermark *int64          `json:"watermark"`
+	ProcTime  *int64          `json:"processing_time"`
 }
 
 func parseTestEvent(line []byte) (localrun.Event, error) {
@@ -188,16 +191,16 @@ func parseTestEvent(line []byte) (localrun.Event, error) {
 	dec.DisallowUnknownFields()
 	var te testEvent
 	if err := dec.Decode(&te); err != nil {
-		return localrun.Event{}, fmt.Errorf(`not an event {"key":…,"value":…,"timestamp":…} or {"watermark":MS}: %w`, err)
+		return localrun.Event{}, fmt.Errorf(`not an event {"key":…,"value":…,"timestamp":…}, {"watermark":MS} or {"processing_time":MS}: %w`, err)
 	}
-	if te.Watermark != nil {
-		if te.Value != nil || te.Key != nil || te.Timestamp != nil {
-			return localrun.Event{}, errors.New("a watermark event has no key, value or timestamp")
+	if te.Watermark != nil || te.ProcTime != nil {
+		if te.Value != nil || te.Key != nil || te.Timestamp != nil || (te.Watermark != nil && te.ProcTime != nil) {
+			return localrun.Event{}, errors.New("a watermark or processing_time event has no other field")
 		}
-		return localrun.Event{Watermark: te.Watermark}, nil
+		return localrun.Event{Watermark: te.Watermark, ProcessingTime: te.ProcTime}, nil
 	}
 	if te.Value == nil {
-		return localrun.Event{}, errors.New(`the event has neither "value" nor "watermark"`)
+		return localrun.Event{}, errors.New(`the event has none of "value", "watermark" and "processing_time"`)
 	}
 	r := &localrun.Record{Value: []byte(te.Value), Timestamp: abi.NoTimestamp}
 	var text string

@@ -37,12 +37,21 @@ type Record struct {
 	Timestamp int64
 }
 
-// Event is one step of a run: exactly one of Record or Watermark.
+// Event is one step of a run: exactly one of Record, Watermark or
+// ProcessingTime.
 type Event struct {
 	Record *Record
 	// Watermark moves event time to *Watermark after the records before
 	// it (a watermark not above the current one changes nothing).
 	Watermark *int64
+	// ProcessingTime moves processing time to *ProcessingTime (Unix ms)
+	// after the records before it, firing the processing-time timers due
+	// (a time not above the current one changes nothing). The harness's
+	// processing time starts at 0 and moves only so: it is what the
+	// guest's processing_time returns, so a run is the same on every
+	// machine. Processing-time timers still pending at the end of input
+	// do not fire, as in a job.
+	ProcessingTime *int64
 }
 
 // Config says how the module runs.
@@ -199,9 +208,10 @@ func Run(ctx context.Context, c Config, events []Event) ([]Record, error) {
 			}
 			return c.Module, nil
 		},
-		StateBackends:  backends.get,
-		WindowOperator: window.New,
-		Logger:         log,
+		StateBackends:        backends.get,
+		WindowOperator:       window.New,
+		Logger:               log,
+		ManualProcessingTime: true,
 	})
 	if err != nil {
 		return nil, err
@@ -241,24 +251,33 @@ type replaySource struct {
 	next      int
 	wm        int64
 	hasWM     bool
+	pt        int64
+	hasPT     bool
 }
 
 func (s *replaySource) Open(context.Context, stream.TaskInfo) error { return nil }
 func (s *replaySource) Close() error                                { return nil }
 
 func (s *replaySource) Next(_ context.Context, b *stream.Batch, max int) error {
-	s.hasWM = false
+	s.hasWM, s.hasPT = false, false
 	if s.perRecord {
 		max = 1
 	}
 	for s.next < len(s.events) && b.Len() < max {
 		e := s.events[s.next]
-		if e.Watermark != nil {
+		if e.Watermark != nil || e.ProcessingTime != nil {
 			if b.Len() > 0 {
-				return nil // the watermark waits for the next call
+				return nil // it waits for the next call
 			}
 			s.next++
-			s.wm, s.hasWM = *e.Watermark, true
+			if e.Watermark != nil {
+				s.wm, s.hasWM = *e.Watermark, true
+			} else {
+				s.pt, s.hasPT = *e.ProcessingTime, true
+			}
+			if s.next == len(s.events) {
+				return io.EOF
+			}
 			return nil
 		}
 		s.next++
@@ -278,6 +297,8 @@ func (s *replaySource) Watermark() (int64, bool) {
 	}
 	return s.wm, s.hasWM
 }
+
+func (s *replaySource) ProcessingTime() (int64, bool) { return s.pt, s.hasPT }
 
 // captureSink keeps what reaches it, copied (a batch's bytes are reused).
 type captureSink struct {

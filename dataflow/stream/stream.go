@@ -170,6 +170,11 @@ type TaskInfo struct {
 	// worker's CPU. nil: none. Operators that run Wasm modules hand it to
 	// their instances.
 	Gate Gate
+	// Now is the task's processing time in Unix milliseconds, for the
+	// instances of operators that run Wasm modules. nil: the wall clock;
+	// set when the job's processing time is driven by its source
+	// (ProcessingTimeSource, the local harness's).
+	Now func() int64
 }
 
 // Gate is host.Gate, named here so that this leaf need not import the
@@ -230,6 +235,18 @@ type PendingReporter interface {
 // above the task's watermark changes nothing.
 type WatermarkSource interface {
 	Watermark() (wm int64, ok bool)
+}
+
+// ProcessingTimeSource is implemented by sources that drive processing
+// time themselves, in a job run with dataflow.Options.ManualProcessingTime
+// (the local harness replays a test's processing-time advances): after a
+// Next, a value above the current processing time moves it there, in band
+// — after the records of that Next, before those of the next —, fires the
+// processing-time timers due in every task, and is what the guests'
+// processing_time import returns from then on. The task asks after every
+// Next, from its goroutine.
+type ProcessingTimeSource interface {
+	ProcessingTime() (ms int64, ok bool)
 }
 
 // Sink consumes the records of one parallel instance of a sink node.

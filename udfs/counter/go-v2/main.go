@@ -11,6 +11,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -33,8 +34,12 @@ type counter struct {
 }
 
 func (c *counter) Open(config []byte) error {
-	if err := counting.Parse(config); err != nil {
+	cfg, err := counting.ParseConfig(config)
+	if err != nil {
 		return err
+	}
+	if cfg.IdleMs > 0 {
+		return errors.New("counter v2: config: unknown key idle_ms")
 	}
 	c.count = keyed.ValueState(counting.StateName, keyed.Schema(countJSON))
 	return nil
