@@ -15,7 +15,7 @@ import (
 // fixtureAPI answers the REST routes the page calls with protojson-shaped
 // fixtures (64-bit integers as strings, zero values left out), refusing
 // any token but "good" with a 401 as the gateway does ("other" is another
-// tenant's: it sees no jobs). Records grow on
+// tenant's: it sees no jobs, until "admin" revokes it). Records grow on
 // each status call; a savepoint POST adds a savepoint to the history.
 type fixtureAPI struct {
 	mu struct {
@@ -23,10 +23,27 @@ type fixtureAPI struct {
 		polls     int
 		savepoint bool
 		swapped   bool
+		revoked   bool
 	}
 }
 
 func (f *fixtureAPI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == "DELETE" && r.URL.Path == "/v1/tokens/other" && r.Header.Get("Authorization") == "Bearer admin" {
+		f.mu.Lock()
+		f.mu.revoked = true
+		f.mu.Unlock()
+		w.Write([]byte(`{}`))
+		return
+	}
+	f.mu.Lock()
+	revoked := f.mu.revoked
+	f.mu.Unlock()
+	if revoked && r.Header.Get("Authorization") == "Bearer other" {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusUnauthorized)
+		w.Write([]byte(`{"code":16,"message":"token other was revoked","details":[]}`))
+		return
+	}
 	if r.Header.Get("Authorization") == "Bearer other" {
 		// Another tenant's token: no jobs, and acme's job is not found.
 		w.Header().Set("Content-Type", "application/json")
@@ -123,6 +140,6 @@ func TestBrowserFixture(t *testing.T) {
 	mux.Handle("/", dashboard.Handler())
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
-	dashboardtest.Run(t, dashboardtest.Options{URL: srv.URL, Token: "good", BadToken: "bad", OtherToken: "other", Job: "acme-1", Nodes: []string{"src", "count", "out"},
+	dashboardtest.Run(t, dashboardtest.Options{URL: srv.URL, Token: "good", BadToken: "bad", OtherToken: "other", AdminToken: "admin", Job: "acme-1", Nodes: []string{"src", "count", "out"},
 		SwapNode: "count", SwapModule: "counter@2"})
 }

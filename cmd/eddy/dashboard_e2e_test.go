@@ -37,7 +37,9 @@ nodes:
 // completes and is listed (and `eddy job status` lists it too, so the
 // click really took one); a hot swap of counts to counter-v2@1 made with
 // the page's form ends SWAPPED (and the CLI sees it); the cluster page refuses a tenant; tenant beta's
-// developer sees neither the job in the list nor its page. Then the admin
+// developer sees neither the job in the list nor its page, and when the
+// admin revokes beta's token the open page falls back to the login with
+// the refusal. Then the admin
 // picks tenant acme in the jobs list and sees the cluster: the leader and
 // both workers. Screenshots: $EDDY_DASHBOARD_ARTIFACTS, else the test's
 // temporary directory (the path is logged).
@@ -89,7 +91,7 @@ func TestDashboard(t *testing.T) {
 
 	t.Run("tenant", func(t *testing.T) {
 		dashboardtest.Run(t, dashboardtest.Options{URL: url, Token: devA, BadToken: devA[:len(devA)-1] + "0", OtherToken: devB,
-			Job: job, Nodes: []string{"txns", "counts", "out"}, SwapNode: "counts", SwapModule: "counter-v2@1", ClusterRefused: true})
+			Job: job, Nodes: []string{"txns", "counts", "out"}, SwapNode: "counts", SwapModule: "counter-v2@1", ClusterRefused: true, AdminToken: testToken})
 		st := c.as(t, devA, 0, "job status", job).stdout
 		if !regexp.MustCompile(`(?m)^\d+\s+SAVEPOINT\s+COMPLETED.*tenants/acme/savepoints/` + regexp.QuoteMeta(job) + `-\d+`).MatchString(st) {
 			t.Fatalf("job status lists no savepoint after the page's:\n%s", st)

@@ -40,6 +40,9 @@ type Options struct {
 	// Job must be listed, with Nodes in its graph.
 	Job   string
 	Nodes []string
+	// AdminToken, when set, revokes the page's token at the end: the open
+	// page must fall back to the login with the refusal.
+	AdminToken string
 	// SwapNode and SwapModule ("name@version"), when set: a hot swap made
 	// with the page's form, which must end SWAPPED.
 	SwapNode, SwapModule string
@@ -108,16 +111,16 @@ func Run(t testing.TB, o Options) {
 		o.Timeout = 60 * time.Second
 	}
 	art := ArtifactsDir(t)
-	// The script has eight steps bounded by o.Timeout each, and the browser's
+	// The script has nine steps bounded by o.Timeout each, and the browser's
 	// start: a whole bound keeps a hung browser from hanging the test.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*o.Timeout)
+	ctx, cancel := context.WithTimeout(context.Background(), 12*o.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "node", filepath.Join(Dir(t), "test", "e2e.mjs"))
 	cmd.Dir = Dir(t)
 	cmd.Env = append(os.Environ(),
 		"EDDY_URL="+o.URL, "EDDY_TOKEN="+o.Token, "EDDY_BAD_TOKEN="+o.BadToken,
 		"EDDY_OTHER_TOKEN="+o.OtherToken, "EDDY_CLUSTER="+map[bool]string{true: "refused", false: "leader"}[o.ClusterRefused],
-		"EDDY_SWAP_NODE="+o.SwapNode, "EDDY_SWAP_MODULE="+o.SwapModule,
+		"EDDY_ADMIN_TOKEN="+o.AdminToken, "EDDY_SWAP_NODE="+o.SwapNode, "EDDY_SWAP_MODULE="+o.SwapModule,
 		"EDDY_TENANT="+o.Tenant, "EDDY_STEPS="+strings.Join(o.Steps, ","),
 		"EDDY_JOB="+o.Job, "EDDY_NODES="+strings.Join(o.Nodes, ","),
 		"EDDY_ARTIFACTS="+art, "EDDY_TIMEOUT_MS="+strconv.FormatInt(o.Timeout.Milliseconds(), 10), "CHROMIUM="+Chromium)

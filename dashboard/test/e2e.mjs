@@ -16,8 +16,11 @@
 //                   page shows the refusal and no table)
 //   EDDY_SWAP_NODE, EDDY_SWAP_MODULE  optional: a hot swap to make with the
 //                   page's form (node, "name@version"); it must end SWAPPED
+//   EDDY_ADMIN_TOKEN  optional: an admin token, with which the last step
+//                   revokes the token the page is logged in with; the open
+//                   page must fall back to the login with the refusal
 //   EDDY_STEPS      the steps to run, comma-separated (default all):
-//                   login,jobs,graph,checkpoint,savepoint,swap,cluster,other
+//                   login,jobs,graph,checkpoint,savepoint,swap,cluster,other,revoke
 //   EDDY_TENANT     the job's tenant, for an admin token (picked in the
 //                   jobs page's tenant selector)
 //   EDDY_ARTIFACTS  where screenshots go (created)
@@ -37,9 +40,10 @@ const job = env("EDDY_JOB");
 const nodes = env("EDDY_NODES", "").split(",").filter(Boolean);
 const otherToken = env("EDDY_OTHER_TOKEN", "");
 const clusterExpect = env("EDDY_CLUSTER", "leader");
-const steps = (env("EDDY_STEPS", "") || "login,jobs,graph,checkpoint,savepoint,swap,cluster,other").split(",");
+const steps = (env("EDDY_STEPS", "") || "login,jobs,graph,checkpoint,savepoint,swap,cluster,other,revoke").split(",");
 const want = (name) => steps.includes(name);
 const tenant = env("EDDY_TENANT", "");
+const adminToken = env("EDDY_ADMIN_TOKEN", "");
 const swapNode = env("EDDY_SWAP_NODE", "");
 const swapModule = env("EDDY_SWAP_MODULE", "");
 const artifacts = env("EDDY_ARTIFACTS", "dashboard-artifacts");
@@ -185,6 +189,22 @@ try {
     const why = (await page.textContent("p.status")).trim();
     if (await page.locator("#graph g.node").count() !== 0) throw new Error("the job's graph is shown to another tenant");
     await shot("06-other-tenant");
+    ok(why);
+  }
+
+  if (adminToken && want("revoke")) {
+    step = "a token revoked while the page is open";
+    const current = await page.evaluate(() => sessionStorage.getItem("eddy.token"));
+    if (!current) throw new Error("the page holds no token");
+    // Tokens are "eddy_<id>_<secret>"; a fixture's are their own id.
+    const id = (current.match(/^eddy_([0-9a-f]+)_/) ?? [null, current])[1];
+    const resp = await fetch(`${url}/v1/tokens/${id}`, { method: "DELETE", headers: { Authorization: `Bearer ${adminToken}` } });
+    if (!resp.ok) throw new Error(`revoke: ${resp.status} ${await resp.text()}`);
+    // The page's next poll is refused: it shows the login with the line.
+    await page.locator("form#login").waitFor();
+    await page.locator("#login-error", { hasText: "refused" }).waitFor();
+    const why = (await page.textContent("#login-error")).trim();
+    await shot("07-revoked");
     ok(why);
   }
 
