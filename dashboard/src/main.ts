@@ -37,6 +37,8 @@ function link(path: string, ...text: (string | Node)[]): HTMLAnchorElement {
 
 // needLogin shows the login form with the refusal's message.
 function needLogin(message: string): void {
+  // The token is refused for good (wrong, expired or revoked): drop it.
+  setToken(null);
   loginError = message;
   navigate("/login");
 }

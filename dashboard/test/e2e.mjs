@@ -204,6 +204,7 @@ try {
     await page.locator("form#login").waitFor();
     await page.locator("#login-error", { hasText: "refused" }).waitFor();
     const why = (await page.textContent("#login-error")).trim();
+    if (await page.evaluate(() => sessionStorage.getItem("eddy.token")) !== null) throw new Error("the revoked token was kept");
     await shot("07-revoked");
     ok(why);
   }
