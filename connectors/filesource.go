@@ -43,6 +43,9 @@ type fileSource struct {
 	// included: the position of a checkpoint.
 	offset   int64
 	tokenLen int
+	// size is the file's size at Open: what Progress measures the
+	// offset against (every subtask scans the whole file).
+	size int64
 }
 
 func (s *fileSource) Open(ctx context.Context, info stream.TaskInfo) error {
@@ -57,6 +60,10 @@ func (s *fileSource) Open(ctx context.Context, info stream.TaskInfo) error {
 	}
 	s.f = f
 	s.subtask, s.parallelism = subtask, parallelism
+	s.size = -1
+	if fi, err := f.Stat(); err == nil && fi.Mode().IsRegular() {
+		s.size = fi.Size()
+	}
 	s.scanFrom(0, 0)
 	return nil
 }
@@ -193,6 +200,19 @@ func (s *fileSource) Next(ctx context.Context, b *stream.Batch, limit int) error
 		added++
 	}
 	return nil
+}
+
+// Progress is the byte offset scanned of the file's size at Open; a file
+// that grows meanwhile reads as done until its end (it is read to EOF).
+// A pipe or device has no size to tell.
+func (s *fileSource) Progress() (done, total int64, ok bool) {
+	if s.sc == nil || s.size < 0 {
+		return 0, 0, false
+	}
+	if s.done {
+		return s.size, s.size, true
+	}
+	return min(s.offset, s.size), s.size, true
 }
 
 func (s *fileSource) add(b *stream.Batch, line []byte) error {

@@ -142,6 +142,7 @@ type generator struct {
 	next   uint64 // global number of the next record
 	step   uint64 // parallelism
 	left   uint64 // records this subtask still has to produce (bounded only)
+	total  uint64 // records this subtask produces in all (bounded only)
 	pacer  *pacer
 	seedRn uint64 // mixed seed: record streams of nearby seeds are unrelated
 	key    []byte // reused per record: Batch.Add copies
@@ -162,6 +163,7 @@ func (g *generator) Open(ctx context.Context, info stream.TaskInfo) error {
 		if g.next < g.cfg.count {
 			g.left = (g.cfg.count - g.next + g.step - 1) / g.step
 		}
+		g.total = g.left
 		g.done = g.left == 0
 	}
 	g.pacer = newPacer(g.cfg.rate / float64(parallelism))
@@ -212,6 +214,15 @@ func (g *generator) Next(ctx context.Context, b *stream.Batch, limit int) error 
 func (g *generator) Close() error {
 	g.open = false
 	return nil
+}
+
+// Progress is the records this subtask produced of those it will, after
+// a restore too (Seek lowers left, not total); a bounded generator only.
+func (g *generator) Progress() (done, total int64, ok bool) {
+	if !g.open || g.cfg.count == 0 {
+		return 0, 0, false
+	}
+	return int64(g.total - g.left), int64(g.total), true
 }
 
 // generatorPositionTag starts a generator position: its format version.

@@ -100,6 +100,9 @@ func plan(spec *jobspec.Spec) ([]*vertex, []*chain, error) {
 		v := &vertex{node: n, index: i, parallelism: spec.NodeParallelism(n), consumers: map[string][]*vertex{},
 			stats: &NodeStats{Name: n.Name, Kind: nodeKind(n)}}
 		v.stats.Parallelism = v.parallelism
+		if n.Source != nil {
+			v.stats.progress = newProgress(v.parallelism)
+		}
 		vs[i] = v
 		byName[n.Name] = edge{from: v}
 		if n.Window != nil && n.Window.LateOutput != "" {

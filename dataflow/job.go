@@ -89,6 +89,47 @@ type NodeStats struct {
 	Parallelism int
 	In          atomic.Int64
 	Out         atomic.Int64
+	// progress is, per subtask of a source node whose source is a
+	// stream.ProgressReporter, what it said last (nil for other nodes).
+	progress []subtaskProgress
+}
+
+// subtaskProgress is one source subtask's done and total; total < 0
+// until the source told.
+type subtaskProgress struct{ done, total atomic.Int64 }
+
+func newProgress(parallelism int) []subtaskProgress {
+	p := make([]subtaskProgress, parallelism)
+	for i := range p {
+		p[i].total.Store(-1)
+	}
+	return p
+}
+
+// setProgress records what subtask's source reported.
+func (s *NodeStats) setProgress(subtask int, done, total int64) {
+	if subtask < 0 || subtask >= len(s.progress) {
+		return
+	}
+	s.progress[subtask].done.Store(done)
+	s.progress[subtask].total.Store(total)
+}
+
+// progressSum is done and total over the subtasks, known only once every
+// subtask reported: a fraction over some of them would run ahead.
+func (s *NodeStats) progressSum() (done, total int64, known bool) {
+	if len(s.progress) == 0 {
+		return 0, 0, false
+	}
+	for i := range s.progress {
+		t := s.progress[i].total.Load()
+		if t < 0 {
+			return 0, 0, false
+		}
+		done += s.progress[i].done.Load()
+		total += t
+	}
+	return done, total, true
 }
 
 // NodeSummary is a snapshot of NodeStats.
@@ -98,6 +139,12 @@ type NodeSummary struct {
 	Parallelism int    `json:"parallelism"`
 	In          int64  `json:"records_in"`
 	Out         int64  `json:"records_out"`
+	// Done of Total (in the source's unit, bytes or records) is how far
+	// a source node is through a bounded input, when ProgressKnown: what
+	// the progress of `eddy run` shows, not part of the summary it prints.
+	Done          int64 `json:"-"`
+	Total         int64 `json:"-"`
+	ProgressKnown bool  `json:"-"`
 }
 
 // Summary is what a finished (or interrupted) run reports.
@@ -223,6 +270,7 @@ func (j *Job) Stats() []NodeSummary {
 	out := make([]NodeSummary, len(j.vertices))
 	for i, v := range j.vertices {
 		out[i] = NodeSummary{Name: v.stats.Name, Kind: v.stats.Kind, Parallelism: v.parallelism, In: v.stats.In.Load(), Out: v.stats.Out.Load()}
+		out[i].Done, out[i].Total, out[i].ProgressKnown = v.stats.progressSum()
 	}
 	return out
 }

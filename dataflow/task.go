@@ -452,6 +452,7 @@ func (t *task) runSource(ctx context.Context) error {
 	if t.job.opts.ManualProcessingTime {
 		pts, _ = t.source.(stream.ProcessingTimeSource)
 	}
+	progress, _ := t.source.(stream.ProgressReporter)
 	// The source batch is reused when a stage consumes it synchronously;
 	// when the chain is just the source it is sent downstream, so fresh.
 	var reuse *stream.Batch
@@ -487,6 +488,11 @@ func (t *task) runSource(ctx context.Context) error {
 		if pending != nil {
 			if n, ok := pending.PendingRecords(); ok {
 				t.metrics.pending.Store(n)
+			}
+		}
+		if progress != nil {
+			if done, total, ok := progress.Progress(); ok {
+				stats.setProgress(t.subtask, done, total)
 			}
 		}
 		now := time.Now()

@@ -257,6 +257,7 @@ const jobUsage = `usage:
   eddy job submit [flags] JOB.yaml   submit a job; prints its id (--from-savepoint PATH: start from a savepoint)
   eddy job list [flags]              list jobs
   eddy job status [flags] ID         a job's state, tasks, checkpoints, Wasm nodes and hot swaps
+                                     (--watch [--interval D]: redrawn until the job ends; exit 1 unless it finished)
   eddy job swap [flags] ID --node NAME [--module NAME@VERSION] [--config JSON] [--allow-dropped-state]
                                      replace one Wasm node's module or configuration in place, keeping its
                                      state; waits for the outcome (--timeout, default 5m)
@@ -327,11 +328,21 @@ func cmdJob(args []string, stdout, stderr io.Writer) error {
 		}
 		return tw.Flush()
 	case "status":
+		var watch bool
+		var interval time.Duration
+		fs.BoolVar(&watch, "watch", false, "redraw the status every --interval until the job ends (or Ctrl-C); exit 1 unless it finished")
+		fs.DurationVar(&interval, "interval", 2*time.Second, "period of --watch")
 		ctx, done, err := connect(1, "job status takes one job id")
 		if err != nil {
 			return err
 		}
 		defer done()
+		if watch {
+			if interval <= 0 {
+				return usageError{fmt.Errorf("--interval %s: want > 0", interval)}
+			}
+			return watchStatus(c, cf, fs.Arg(0), interval, stdout)
+		}
 		resp, err := c.JobStatus(ctx, &eddyv1.JobStatusRequest{Tenant: cf.tenant, JobId: fs.Arg(0)})
 		if err != nil {
 			return rpcError("job "+fs.Arg(0), err)

@@ -38,6 +38,10 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	wf.register(fs, true)
 	var asJSON bool
 	fs.BoolVar(&asJSON, "json", false, "print the summary as JSON")
+	progress := progressAuto
+	fs.Var(&progress, "progress", "progress on stderr: auto (a line redrawn on a terminal, else a line every --progress-interval once the job ran that long), always (auto, and a last line at the end), never")
+	var progressEvery time.Duration
+	fs.DurationVar(&progressEvery, "progress-interval", 5*time.Second, "period of the progress lines when stderr is not a terminal")
 	// A job run from the command line fails at its first failure unless
 	// asked otherwise.
 	if err := fs.Set("restart", "none"); err != nil {
@@ -61,6 +65,9 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 	}
 	if err := parseFlags(fs, args, 1, "run takes one job spec file"); err != nil {
 		return err
+	}
+	if progressEvery <= 0 {
+		return usageError{fmt.Errorf("--progress-interval %s: want > 0", progressEvery)}
 	}
 	spec, err := jobspec.Load(fs.Arg(0))
 	if err != nil {
@@ -113,7 +120,16 @@ func cmdRun(args []string, stdout, stderr io.Writer) error {
 		return rpcError("submit "+fs.Arg(0), err)
 	}
 	id := sub.GetJobId()
+	var lp *liveProgress
+	if progress != progressNever {
+		p := newProgressPrinter(stderr, isTerminal(stderr), progressEvery, start)
+		lp = startProgress(p, progress == progressAlways, func() []dataflow.NodeSummary { return s.worker.NodeStats(id) })
+		defer lp.stop()
+	}
 	final, interrupted, err := waitJob(ctx, client, id)
+	if lp != nil {
+		lp.stop() // before the summary or the error: the live line goes first
+	}
 	if err != nil {
 		return err
 	}

@@ -37,6 +37,9 @@ type coordinatorFlags struct {
 	restarts    int
 	restart     string
 	delay       time.Duration
+	// Kubernetes: see statefulset.go.
+	statefulService string
+	raftAdvertise   string
 }
 
 func (c *coordinatorFlags) register(fs *flag.FlagSet, standalone bool) {
@@ -56,6 +59,8 @@ func (c *coordinatorFlags) register(fs *flag.FlagSet, standalone bool) {
 		fs.BoolVar(&c.cfg.Raft.Bootstrap, "bootstrap", false, "form a new group with this member (the first coordinator)")
 		fs.StringVar(&c.cfg.Join, "join", "", "API address of a member of an existing group to join")
 		fs.DurationVar(&c.cfg.JoinTimeout, "join-timeout", c.cfg.JoinTimeout, "how long to keep trying to join before giving up")
+		fs.StringVar(&c.raftAdvertise, "raft-advertise", "", "Raft address the other members dial, if not --raft; a host name is resolved once at start (on Kubernetes: a Service of this pod, whose IP outlives the pod's)")
+		fs.StringVar(&c.statefulService, "statefulset-service", "", "headless Service of a StatefulSet of coordinators: the pod's host name SET-N gives --id cN, N=0 --bootstrap, the others --join SET-0.SERVICE, and --advertise SET-N.SERVICE (with --api's port)")
 	}
 }
 
@@ -254,13 +259,23 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) error {
 	var cf coordinatorFlags
 	var tf tlsFlags
 	var httpAddr string
+	var parsed *flag.FlagSet
 	ef, err := serverFlags("coordinator", args, stderr, func(fs *flag.FlagSet) {
 		cf.register(fs, false)
 		tf.register(fs)
 		fs.StringVar(&httpAddr, "http", "", httpFlagUsage)
+		parsed = fs
 	})
 	if err != nil {
 		return err
+	}
+	if err := cf.applyStatefulSet(parsed); err != nil {
+		return err
+	}
+	if cf.raftAdvertise != "" {
+		if cf.cfg.Raft.AdvertiseAddr, err = resolveRaftAdvertise(context.Background(), cf.raftAdvertise, lookupIP); err != nil {
+			return err
+		}
 	}
 	if cf.cfg.TLS, err = tf.load(); err != nil {
 		return err

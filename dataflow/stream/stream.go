@@ -227,6 +227,17 @@ type PendingReporter interface {
 	PendingRecords() (n int64, known bool)
 }
 
+// ProgressReporter is implemented by bounded sources that know how far
+// through their input they are: a file source its byte offset of the
+// file's size, a bounded generator its records of its count. done and
+// total are in the source's own unit, the same for every subtask of a
+// node, so that a node's fraction is the sum of done over the sum of
+// total. ok is false while the source cannot tell (unbounded, not open).
+// The task asks after every Next, from its goroutine.
+type ProgressReporter interface {
+	Progress() (done, total int64, ok bool)
+}
+
 // WatermarkSource is implemented by sources that say the watermark
 // themselves, in place of or on top of the one event_time derives: the
 // local harness (dataflow/localrun) replays a test's explicit watermarks
