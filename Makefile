@@ -62,6 +62,7 @@ check:
 	$(MAKE) -B -C host/testdata
 	@git diff --quiet -- udfs/build host/testdata || { echo "committed .wasm fixtures are stale: run make udfs and commit"; git status --short udfs/build host/testdata; exit 1; }
 	$(MAKE) proto-check
+	$(MAKE) dashboard-check
 
 ## udfs: rebuild the example operators (committed as test fixtures).
 udfs:
@@ -99,3 +100,15 @@ proto-check:
 
 clean:
 	rm -rf bin
+
+## dashboard: the web dashboard's assets (dashboard/dist, committed and
+## embedded by package dashboard): npm ci from the lock file, then the
+## build (tsc type check, esbuild bundle). dashboard-check: build into a
+## temporary directory and fail when the committed dist differs; without
+## npm it says so and fails.
+.PHONY: dashboard dashboard-check
+dashboard:
+	scripts/dashboard.sh
+
+dashboard-check:
+	scripts/dashboard.sh --check

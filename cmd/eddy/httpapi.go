@@ -19,7 +19,7 @@ import (
 )
 
 // httpFlagUsage is the help of --http on the server commands.
-const httpFlagUsage = "HTTP listen address of the REST/JSON API (/v1/…, OpenAPI at /openapi.json; port 0 as for --api; empty: none). With TLS flags it serves HTTPS with this member's certificate"
+const httpFlagUsage = "HTTP listen address of the REST/JSON API (/v1/…, OpenAPI at /openapi.json) and the web dashboard (/); port 0 as for --api; empty: none. With TLS flags it serves HTTPS with this member's certificate"
 
 // httpServer is a running --http listener and its connection to the
 // coordinator's own gRPC API.

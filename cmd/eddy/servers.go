@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/eddy-stream/eddy/connectors"
+	"github.com/eddy-stream/eddy/dashboard"
 	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/dataflow/window"
@@ -104,6 +105,7 @@ func (c *coordinatorFlags) build(engine *host.Engine, log *slog.Logger) (*coordi
 		Validator: validator(engine),
 		Planner:   planTasks,
 		NodeTasks: nodeTasks,
+		Graph:     jobGraph,
 	})
 }
 
@@ -310,7 +312,7 @@ func cmdCoordinator(args []string, stdout, stderr io.Writer) error {
 	// The addresses bound, also for port 0: what a script (or the tests)
 	// reads to reach a coordinator started on ports the kernel picked.
 	fmt.Fprintf(stdout, "coordinator %s serving on %s (raft %s)\n", cf.cfg.NodeID, s.coord.Addr(), s.coord.RaftAddr())
-	hs, err := startHTTP(ctx, httpAddr, &tf, cf.cfg.TLS, s.coord, nil, s.log, stdout)
+	hs, err := startHTTP(ctx, httpAddr, &tf, cf.cfg.TLS, s.coord, dashboard.Handler(), s.log, stdout)
 	if err != nil {
 		return err
 	}
@@ -472,7 +474,7 @@ func cmdStandalone(args []string, stdout, stderr io.Writer) error {
 	}
 	defer s.stop()
 	fmt.Fprintf(stdout, "standalone: coordinator on %s, worker with %d slots, data exchange on %s\n", s.coord.Addr(), wf.cfg.Slots, s.worker.Addr())
-	hs, err := startHTTP(context.Background(), httpAddr, &tf, cf.cfg.TLS, s.coord, nil, s.log, stdout)
+	hs, err := startHTTP(context.Background(), httpAddr, &tf, cf.cfg.TLS, s.coord, dashboard.Handler(), s.log, stdout)
 	if err != nil {
 		return err
 	}

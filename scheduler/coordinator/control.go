@@ -473,7 +473,15 @@ func (c *Coordinator) jobStatus(ctx context.Context, t *term, req *eddyv1.JobSta
 	if err != nil {
 		return nil, notFound("job %s not found in tenant %s", req.GetJobId(), tenant)
 	}
-	return jobStatus(&j, t.index(c.fsm.Workers()), c.now()), nil
+	resp := jobStatus(&j, t.index(c.fsm.Workers()), c.now())
+	if c.deps.Graph != nil {
+		// The spec was planned at submission, so this fails only if the
+		// planner changed since; the status is still worth answering.
+		if g, err := c.deps.Graph(j.Spec); err == nil {
+			resp.Graph = g
+		}
+	}
+	return resp, nil
 }
 
 func (c *Coordinator) cancelJob(ctx context.Context, t *term, req *eddyv1.CancelJobRequest) (*eddyv1.CancelJobResponse, error) {

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
 	"github.com/eddy-stream/eddy/storage"
 )
 
@@ -61,6 +62,9 @@ type Deps struct {
 	// spec (the caller wires dataflow.PlanTasks to it): the tasks that
 	// prepare a hot swap of the node. nil: every task of the job does.
 	NodeTasks func(specYAML []byte, node string) ([]string, error)
+	// Graph returns the dataflow graph of a spec for JobStatus (the caller
+	// wires dataflow.PlanGraph to it); nil: JobStatus has no graph.
+	Graph func(specYAML []byte) (*eddyv1.JobGraph, error)
 	// Now is the clock (nil: time.Now). Every time the leader proposes, and
 	// every liveness, backoff and checkpoint decision, reads it.
 	Now func() time.Time

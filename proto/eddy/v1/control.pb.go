@@ -2659,7 +2659,10 @@ type JobStatusResponse struct {
 	// The job spec as submitted (YAML), before the overrides of completed
 	// swaps (nodes shows those): what `eddy job upgrade` diffs a new spec
 	// against.
-	SpecYaml      []byte `protobuf:"bytes,6,opt,name=spec_yaml,json=specYaml,proto3" json:"spec_yaml,omitempty"`
+	SpecYaml []byte `protobuf:"bytes,6,opt,name=spec_yaml,json=specYaml,proto3" json:"spec_yaml,omitempty"`
+	// The job's dataflow graph as the planner builds it from the spec (the
+	// web dashboard draws it); empty when the coordinator has no planner.
+	Graph         *JobGraph `protobuf:"bytes,7,opt,name=graph,proto3" json:"graph,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2736,6 +2739,221 @@ func (x *JobStatusResponse) GetSpecYaml() []byte {
 	return nil
 }
 
+func (x *JobStatusResponse) GetGraph() *JobGraph {
+	if x != nil {
+		return x.Graph
+	}
+	return nil
+}
+
+// JobGraph is a job's nodes and the edges between them.
+type JobGraph struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// In spec order.
+	Nodes         []*GraphNode `protobuf:"bytes,1,rep,name=nodes,proto3" json:"nodes,omitempty"`
+	Edges         []*GraphEdge `protobuf:"bytes,2,rep,name=edges,proto3" json:"edges,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *JobGraph) Reset() {
+	*x = JobGraph{}
+	mi := &file_eddy_v1_control_proto_msgTypes[39]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *JobGraph) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*JobGraph) ProtoMessage() {}
+
+func (x *JobGraph) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[39]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use JobGraph.ProtoReflect.Descriptor instead.
+func (*JobGraph) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{39}
+}
+
+func (x *JobGraph) GetNodes() []*GraphNode {
+	if x != nil {
+		return x.Nodes
+	}
+	return nil
+}
+
+func (x *JobGraph) GetEdges() []*GraphEdge {
+	if x != nil {
+		return x.Edges
+	}
+	return nil
+}
+
+// GraphNode is one node of a job's spec.
+type GraphNode struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Name  string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	// "source", "sink", "window" or "wasm".
+	Kind        string `protobuf:"bytes,2,opt,name=kind,proto3" json:"kind,omitempty"`
+	Parallelism uint32 `protobuf:"varint,3,opt,name=parallelism,proto3" json:"parallelism,omitempty"`
+	// The task chain that runs the node: the name of the chain's head node,
+	// which TaskStatus.task_id starts with ("head[subtask]").
+	ChainHead     string `protobuf:"bytes,4,opt,name=chain_head,json=chainHead,proto3" json:"chain_head,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GraphNode) Reset() {
+	*x = GraphNode{}
+	mi := &file_eddy_v1_control_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GraphNode) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GraphNode) ProtoMessage() {}
+
+func (x *GraphNode) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GraphNode.ProtoReflect.Descriptor instead.
+func (*GraphNode) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *GraphNode) GetName() string {
+	if x != nil {
+		return x.Name
+	}
+	return ""
+}
+
+func (x *GraphNode) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *GraphNode) GetParallelism() uint32 {
+	if x != nil {
+		return x.Parallelism
+	}
+	return 0
+}
+
+func (x *GraphNode) GetChainHead() string {
+	if x != nil {
+		return x.ChainHead
+	}
+	return ""
+}
+
+// GraphEdge is one input of a node.
+type GraphEdge struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	From  string                 `protobuf:"bytes,1,opt,name=from,proto3" json:"from,omitempty"`
+	To    string                 `protobuf:"bytes,2,opt,name=to,proto3" json:"to,omitempty"`
+	// How records cross it: "forward" (subtask i to i), "rebalance" (whole
+	// batches round-robin) or "hash" (by key).
+	Kind string `protobuf:"bytes,3,opt,name=kind,proto3" json:"kind,omitempty"`
+	// Inside one task chain: a plain call, no channel.
+	Chained bool `protobuf:"varint,4,opt,name=chained,proto3" json:"chained,omitempty"`
+	// The producer's output port when it is a side output (a window's
+	// late_output); empty for its main output.
+	Port          string `protobuf:"bytes,5,opt,name=port,proto3" json:"port,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *GraphEdge) Reset() {
+	*x = GraphEdge{}
+	mi := &file_eddy_v1_control_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *GraphEdge) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*GraphEdge) ProtoMessage() {}
+
+func (x *GraphEdge) ProtoReflect() protoreflect.Message {
+	mi := &file_eddy_v1_control_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use GraphEdge.ProtoReflect.Descriptor instead.
+func (*GraphEdge) Descriptor() ([]byte, []int) {
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *GraphEdge) GetFrom() string {
+	if x != nil {
+		return x.From
+	}
+	return ""
+}
+
+func (x *GraphEdge) GetTo() string {
+	if x != nil {
+		return x.To
+	}
+	return ""
+}
+
+func (x *GraphEdge) GetKind() string {
+	if x != nil {
+		return x.Kind
+	}
+	return ""
+}
+
+func (x *GraphEdge) GetChained() bool {
+	if x != nil {
+		return x.Chained
+	}
+	return false
+}
+
+func (x *GraphEdge) GetPort() string {
+	if x != nil {
+		return x.Port
+	}
+	return ""
+}
+
 // NodeInfo is one Wasm node of a job and the module it runs.
 type NodeInfo struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2750,7 +2968,7 @@ type NodeInfo struct {
 
 func (x *NodeInfo) Reset() {
 	*x = NodeInfo{}
-	mi := &file_eddy_v1_control_proto_msgTypes[39]
+	mi := &file_eddy_v1_control_proto_msgTypes[42]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2762,7 +2980,7 @@ func (x *NodeInfo) String() string {
 func (*NodeInfo) ProtoMessage() {}
 
 func (x *NodeInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[39]
+	mi := &file_eddy_v1_control_proto_msgTypes[42]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2775,7 +2993,7 @@ func (x *NodeInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use NodeInfo.ProtoReflect.Descriptor instead.
 func (*NodeInfo) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{39}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{42}
 }
 
 func (x *NodeInfo) GetName() string {
@@ -2838,7 +3056,7 @@ type SwapRecord struct {
 
 func (x *SwapRecord) Reset() {
 	*x = SwapRecord{}
-	mi := &file_eddy_v1_control_proto_msgTypes[40]
+	mi := &file_eddy_v1_control_proto_msgTypes[43]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2850,7 +3068,7 @@ func (x *SwapRecord) String() string {
 func (*SwapRecord) ProtoMessage() {}
 
 func (x *SwapRecord) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[40]
+	mi := &file_eddy_v1_control_proto_msgTypes[43]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2863,7 +3081,7 @@ func (x *SwapRecord) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwapRecord.ProtoReflect.Descriptor instead.
 func (*SwapRecord) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{40}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{43}
 }
 
 func (x *SwapRecord) GetSwapId() uint64 {
@@ -2987,7 +3205,7 @@ type SwapModuleRequest struct {
 
 func (x *SwapModuleRequest) Reset() {
 	*x = SwapModuleRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[41]
+	mi := &file_eddy_v1_control_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2999,7 +3217,7 @@ func (x *SwapModuleRequest) String() string {
 func (*SwapModuleRequest) ProtoMessage() {}
 
 func (x *SwapModuleRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[41]
+	mi := &file_eddy_v1_control_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3012,7 +3230,7 @@ func (x *SwapModuleRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwapModuleRequest.ProtoReflect.Descriptor instead.
 func (*SwapModuleRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{41}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *SwapModuleRequest) GetTenant() string {
@@ -3074,7 +3292,7 @@ type SwapModuleResponse struct {
 
 func (x *SwapModuleResponse) Reset() {
 	*x = SwapModuleResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[42]
+	mi := &file_eddy_v1_control_proto_msgTypes[45]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3086,7 +3304,7 @@ func (x *SwapModuleResponse) String() string {
 func (*SwapModuleResponse) ProtoMessage() {}
 
 func (x *SwapModuleResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[42]
+	mi := &file_eddy_v1_control_proto_msgTypes[45]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3099,7 +3317,7 @@ func (x *SwapModuleResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SwapModuleResponse.ProtoReflect.Descriptor instead.
 func (*SwapModuleResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{42}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{45}
 }
 
 func (x *SwapModuleResponse) GetSwap() *SwapRecord {
@@ -3134,7 +3352,7 @@ type JobLogsRequest struct {
 
 func (x *JobLogsRequest) Reset() {
 	*x = JobLogsRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[43]
+	mi := &file_eddy_v1_control_proto_msgTypes[46]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3146,7 +3364,7 @@ func (x *JobLogsRequest) String() string {
 func (*JobLogsRequest) ProtoMessage() {}
 
 func (x *JobLogsRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[43]
+	mi := &file_eddy_v1_control_proto_msgTypes[46]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3159,7 +3377,7 @@ func (x *JobLogsRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobLogsRequest.ProtoReflect.Descriptor instead.
 func (*JobLogsRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{43}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{46}
 }
 
 func (x *JobLogsRequest) GetTenant() string {
@@ -3216,7 +3434,7 @@ type JobLogLine struct {
 
 func (x *JobLogLine) Reset() {
 	*x = JobLogLine{}
-	mi := &file_eddy_v1_control_proto_msgTypes[44]
+	mi := &file_eddy_v1_control_proto_msgTypes[47]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3228,7 +3446,7 @@ func (x *JobLogLine) String() string {
 func (*JobLogLine) ProtoMessage() {}
 
 func (x *JobLogLine) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[44]
+	mi := &file_eddy_v1_control_proto_msgTypes[47]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3241,7 +3459,7 @@ func (x *JobLogLine) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobLogLine.ProtoReflect.Descriptor instead.
 func (*JobLogLine) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{44}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{47}
 }
 
 func (x *JobLogLine) GetSeq() uint64 {
@@ -3279,7 +3497,7 @@ type JobLogsResponse struct {
 
 func (x *JobLogsResponse) Reset() {
 	*x = JobLogsResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[45]
+	mi := &file_eddy_v1_control_proto_msgTypes[48]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3291,7 +3509,7 @@ func (x *JobLogsResponse) String() string {
 func (*JobLogsResponse) ProtoMessage() {}
 
 func (x *JobLogsResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[45]
+	mi := &file_eddy_v1_control_proto_msgTypes[48]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3304,7 +3522,7 @@ func (x *JobLogsResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JobLogsResponse.ProtoReflect.Descriptor instead.
 func (*JobLogsResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{45}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{48}
 }
 
 func (x *JobLogsResponse) GetLines() []*JobLogLine {
@@ -3352,7 +3570,7 @@ type CancelJobRequest struct {
 
 func (x *CancelJobRequest) Reset() {
 	*x = CancelJobRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[46]
+	mi := &file_eddy_v1_control_proto_msgTypes[49]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3364,7 +3582,7 @@ func (x *CancelJobRequest) String() string {
 func (*CancelJobRequest) ProtoMessage() {}
 
 func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[46]
+	mi := &file_eddy_v1_control_proto_msgTypes[49]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3377,7 +3595,7 @@ func (x *CancelJobRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobRequest.ProtoReflect.Descriptor instead.
 func (*CancelJobRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{46}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{49}
 }
 
 func (x *CancelJobRequest) GetTenant() string {
@@ -3404,7 +3622,7 @@ type CancelJobResponse struct {
 
 func (x *CancelJobResponse) Reset() {
 	*x = CancelJobResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[47]
+	mi := &file_eddy_v1_control_proto_msgTypes[50]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3416,7 +3634,7 @@ func (x *CancelJobResponse) String() string {
 func (*CancelJobResponse) ProtoMessage() {}
 
 func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[47]
+	mi := &file_eddy_v1_control_proto_msgTypes[50]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3429,7 +3647,7 @@ func (x *CancelJobResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CancelJobResponse.ProtoReflect.Descriptor instead.
 func (*CancelJobResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{47}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{50}
 }
 
 func (x *CancelJobResponse) GetState() JobState {
@@ -3451,7 +3669,7 @@ type TriggerSavepointRequest struct {
 
 func (x *TriggerSavepointRequest) Reset() {
 	*x = TriggerSavepointRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[48]
+	mi := &file_eddy_v1_control_proto_msgTypes[51]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3463,7 +3681,7 @@ func (x *TriggerSavepointRequest) String() string {
 func (*TriggerSavepointRequest) ProtoMessage() {}
 
 func (x *TriggerSavepointRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[48]
+	mi := &file_eddy_v1_control_proto_msgTypes[51]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3476,7 +3694,7 @@ func (x *TriggerSavepointRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerSavepointRequest.ProtoReflect.Descriptor instead.
 func (*TriggerSavepointRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{48}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{51}
 }
 
 func (x *TriggerSavepointRequest) GetTenant() string {
@@ -3514,7 +3732,7 @@ type TriggerSavepointResponse struct {
 
 func (x *TriggerSavepointResponse) Reset() {
 	*x = TriggerSavepointResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[49]
+	mi := &file_eddy_v1_control_proto_msgTypes[52]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3526,7 +3744,7 @@ func (x *TriggerSavepointResponse) String() string {
 func (*TriggerSavepointResponse) ProtoMessage() {}
 
 func (x *TriggerSavepointResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[49]
+	mi := &file_eddy_v1_control_proto_msgTypes[52]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3539,7 +3757,7 @@ func (x *TriggerSavepointResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use TriggerSavepointResponse.ProtoReflect.Descriptor instead.
 func (*TriggerSavepointResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{49}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{52}
 }
 
 func (x *TriggerSavepointResponse) GetPath() string {
@@ -3579,7 +3797,7 @@ type JoinRequest struct {
 
 func (x *JoinRequest) Reset() {
 	*x = JoinRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[50]
+	mi := &file_eddy_v1_control_proto_msgTypes[53]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3591,7 +3809,7 @@ func (x *JoinRequest) String() string {
 func (*JoinRequest) ProtoMessage() {}
 
 func (x *JoinRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[50]
+	mi := &file_eddy_v1_control_proto_msgTypes[53]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3604,7 +3822,7 @@ func (x *JoinRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinRequest.ProtoReflect.Descriptor instead.
 func (*JoinRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{50}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{53}
 }
 
 func (x *JoinRequest) GetNodeId() string {
@@ -3636,7 +3854,7 @@ type JoinResponse struct {
 
 func (x *JoinResponse) Reset() {
 	*x = JoinResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[51]
+	mi := &file_eddy_v1_control_proto_msgTypes[54]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3648,7 +3866,7 @@ func (x *JoinResponse) String() string {
 func (*JoinResponse) ProtoMessage() {}
 
 func (x *JoinResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[51]
+	mi := &file_eddy_v1_control_proto_msgTypes[54]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3661,7 +3879,7 @@ func (x *JoinResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use JoinResponse.ProtoReflect.Descriptor instead.
 func (*JoinResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{51}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{54}
 }
 
 type LeaveRequest struct {
@@ -3673,7 +3891,7 @@ type LeaveRequest struct {
 
 func (x *LeaveRequest) Reset() {
 	*x = LeaveRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[52]
+	mi := &file_eddy_v1_control_proto_msgTypes[55]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3685,7 +3903,7 @@ func (x *LeaveRequest) String() string {
 func (*LeaveRequest) ProtoMessage() {}
 
 func (x *LeaveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[52]
+	mi := &file_eddy_v1_control_proto_msgTypes[55]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3698,7 +3916,7 @@ func (x *LeaveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveRequest.ProtoReflect.Descriptor instead.
 func (*LeaveRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{52}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{55}
 }
 
 func (x *LeaveRequest) GetNodeId() string {
@@ -3716,7 +3934,7 @@ type LeaveResponse struct {
 
 func (x *LeaveResponse) Reset() {
 	*x = LeaveResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[53]
+	mi := &file_eddy_v1_control_proto_msgTypes[56]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3728,7 +3946,7 @@ func (x *LeaveResponse) String() string {
 func (*LeaveResponse) ProtoMessage() {}
 
 func (x *LeaveResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[53]
+	mi := &file_eddy_v1_control_proto_msgTypes[56]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3741,7 +3959,7 @@ func (x *LeaveResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use LeaveResponse.ProtoReflect.Descriptor instead.
 func (*LeaveResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{53}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{56}
 }
 
 type ClusterInfoRequest struct {
@@ -3752,7 +3970,7 @@ type ClusterInfoRequest struct {
 
 func (x *ClusterInfoRequest) Reset() {
 	*x = ClusterInfoRequest{}
-	mi := &file_eddy_v1_control_proto_msgTypes[54]
+	mi := &file_eddy_v1_control_proto_msgTypes[57]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3764,7 +3982,7 @@ func (x *ClusterInfoRequest) String() string {
 func (*ClusterInfoRequest) ProtoMessage() {}
 
 func (x *ClusterInfoRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[54]
+	mi := &file_eddy_v1_control_proto_msgTypes[57]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3777,7 +3995,7 @@ func (x *ClusterInfoRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterInfoRequest.ProtoReflect.Descriptor instead.
 func (*ClusterInfoRequest) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{54}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{57}
 }
 
 type CoordinatorInfo struct {
@@ -3793,7 +4011,7 @@ type CoordinatorInfo struct {
 
 func (x *CoordinatorInfo) Reset() {
 	*x = CoordinatorInfo{}
-	mi := &file_eddy_v1_control_proto_msgTypes[55]
+	mi := &file_eddy_v1_control_proto_msgTypes[58]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3805,7 +4023,7 @@ func (x *CoordinatorInfo) String() string {
 func (*CoordinatorInfo) ProtoMessage() {}
 
 func (x *CoordinatorInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[55]
+	mi := &file_eddy_v1_control_proto_msgTypes[58]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3818,7 +4036,7 @@ func (x *CoordinatorInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use CoordinatorInfo.ProtoReflect.Descriptor instead.
 func (*CoordinatorInfo) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{55}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{58}
 }
 
 func (x *CoordinatorInfo) GetNodeId() string {
@@ -3870,7 +4088,7 @@ type WorkerInfo struct {
 
 func (x *WorkerInfo) Reset() {
 	*x = WorkerInfo{}
-	mi := &file_eddy_v1_control_proto_msgTypes[56]
+	mi := &file_eddy_v1_control_proto_msgTypes[59]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3882,7 +4100,7 @@ func (x *WorkerInfo) String() string {
 func (*WorkerInfo) ProtoMessage() {}
 
 func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[56]
+	mi := &file_eddy_v1_control_proto_msgTypes[59]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3895,7 +4113,7 @@ func (x *WorkerInfo) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use WorkerInfo.ProtoReflect.Descriptor instead.
 func (*WorkerInfo) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{56}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{59}
 }
 
 func (x *WorkerInfo) GetWorkerId() string {
@@ -3951,7 +4169,7 @@ type ClusterInfoResponse struct {
 
 func (x *ClusterInfoResponse) Reset() {
 	*x = ClusterInfoResponse{}
-	mi := &file_eddy_v1_control_proto_msgTypes[57]
+	mi := &file_eddy_v1_control_proto_msgTypes[60]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -3963,7 +4181,7 @@ func (x *ClusterInfoResponse) String() string {
 func (*ClusterInfoResponse) ProtoMessage() {}
 
 func (x *ClusterInfoResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_eddy_v1_control_proto_msgTypes[57]
+	mi := &file_eddy_v1_control_proto_msgTypes[60]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -3976,7 +4194,7 @@ func (x *ClusterInfoResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ClusterInfoResponse.ProtoReflect.Descriptor instead.
 func (*ClusterInfoResponse) Descriptor() ([]byte, []int) {
-	return file_eddy_v1_control_proto_rawDescGZIP(), []int{57}
+	return file_eddy_v1_control_proto_rawDescGZIP(), []int{60}
 }
 
 func (x *ClusterInfoResponse) GetLeaderId() string {
@@ -4181,14 +4399,30 @@ const file_eddy_v1_control_proto_rawDesc = "" +
 	"\x0ffull_size_bytes\x18\x06 \x01(\x04R\rfullSizeBytes\x124\n" +
 	"\x16incremental_size_bytes\x18\a \x01(\x04R\x14incrementalSizeBytes\x12\x12\n" +
 	"\x04path\x18\b \x01(\tR\x04path\x12\x14\n" +
-	"\x05error\x18\t \x01(\tR\x05error\"\x91\x02\n" +
+	"\x05error\x18\t \x01(\tR\x05error\"\xba\x02\n" +
 	"\x11JobStatusResponse\x12%\n" +
 	"\x03job\x18\x01 \x01(\v2\x13.eddy.v1.JobSummaryR\x03job\x12)\n" +
 	"\x05tasks\x18\x02 \x03(\v2\x13.eddy.v1.TaskStatusR\x05tasks\x129\n" +
 	"\vcheckpoints\x18\x03 \x03(\v2\x17.eddy.v1.CheckpointInfoR\vcheckpoints\x12'\n" +
 	"\x05nodes\x18\x04 \x03(\v2\x11.eddy.v1.NodeInfoR\x05nodes\x12)\n" +
 	"\x05swaps\x18\x05 \x03(\v2\x13.eddy.v1.SwapRecordR\x05swaps\x12\x1b\n" +
-	"\tspec_yaml\x18\x06 \x01(\fR\bspecYaml\"o\n" +
+	"\tspec_yaml\x18\x06 \x01(\fR\bspecYaml\x12'\n" +
+	"\x05graph\x18\a \x01(\v2\x11.eddy.v1.JobGraphR\x05graph\"^\n" +
+	"\bJobGraph\x12(\n" +
+	"\x05nodes\x18\x01 \x03(\v2\x12.eddy.v1.GraphNodeR\x05nodes\x12(\n" +
+	"\x05edges\x18\x02 \x03(\v2\x12.eddy.v1.GraphEdgeR\x05edges\"t\n" +
+	"\tGraphNode\x12\x12\n" +
+	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
+	"\x04kind\x18\x02 \x01(\tR\x04kind\x12 \n" +
+	"\vparallelism\x18\x03 \x01(\rR\vparallelism\x12\x1d\n" +
+	"\n" +
+	"chain_head\x18\x04 \x01(\tR\tchainHead\"q\n" +
+	"\tGraphEdge\x12\x12\n" +
+	"\x04from\x18\x01 \x01(\tR\x04from\x12\x0e\n" +
+	"\x02to\x18\x02 \x01(\tR\x02to\x12\x12\n" +
+	"\x04kind\x18\x03 \x01(\tR\x04kind\x12\x18\n" +
+	"\achained\x18\x04 \x01(\bR\achained\x12\x12\n" +
+	"\x04port\x18\x05 \x01(\tR\x04port\"o\n" +
 	"\bNodeInfo\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x16\n" +
 	"\x06module\x18\x02 \x01(\tR\x06module\x12\x16\n" +
@@ -4353,7 +4587,7 @@ func file_eddy_v1_control_proto_rawDescGZIP() []byte {
 }
 
 var file_eddy_v1_control_proto_enumTypes = make([]protoimpl.EnumInfo, 5)
-var file_eddy_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
+var file_eddy_v1_control_proto_msgTypes = make([]protoimpl.MessageInfo, 61)
 var file_eddy_v1_control_proto_goTypes = []any{
 	(Role)(0),                        // 0: eddy.v1.Role
 	(CheckpointState)(0),             // 1: eddy.v1.CheckpointState
@@ -4399,30 +4633,33 @@ var file_eddy_v1_control_proto_goTypes = []any{
 	(*TaskStatus)(nil),               // 41: eddy.v1.TaskStatus
 	(*CheckpointInfo)(nil),           // 42: eddy.v1.CheckpointInfo
 	(*JobStatusResponse)(nil),        // 43: eddy.v1.JobStatusResponse
-	(*NodeInfo)(nil),                 // 44: eddy.v1.NodeInfo
-	(*SwapRecord)(nil),               // 45: eddy.v1.SwapRecord
-	(*SwapModuleRequest)(nil),        // 46: eddy.v1.SwapModuleRequest
-	(*SwapModuleResponse)(nil),       // 47: eddy.v1.SwapModuleResponse
-	(*JobLogsRequest)(nil),           // 48: eddy.v1.JobLogsRequest
-	(*JobLogLine)(nil),               // 49: eddy.v1.JobLogLine
-	(*JobLogsResponse)(nil),          // 50: eddy.v1.JobLogsResponse
-	(*CancelJobRequest)(nil),         // 51: eddy.v1.CancelJobRequest
-	(*CancelJobResponse)(nil),        // 52: eddy.v1.CancelJobResponse
-	(*TriggerSavepointRequest)(nil),  // 53: eddy.v1.TriggerSavepointRequest
-	(*TriggerSavepointResponse)(nil), // 54: eddy.v1.TriggerSavepointResponse
-	(*JoinRequest)(nil),              // 55: eddy.v1.JoinRequest
-	(*JoinResponse)(nil),             // 56: eddy.v1.JoinResponse
-	(*LeaveRequest)(nil),             // 57: eddy.v1.LeaveRequest
-	(*LeaveResponse)(nil),            // 58: eddy.v1.LeaveResponse
-	(*ClusterInfoRequest)(nil),       // 59: eddy.v1.ClusterInfoRequest
-	(*CoordinatorInfo)(nil),          // 60: eddy.v1.CoordinatorInfo
-	(*WorkerInfo)(nil),               // 61: eddy.v1.WorkerInfo
-	(*ClusterInfoResponse)(nil),      // 62: eddy.v1.ClusterInfoResponse
-	(JobState)(0),                    // 63: eddy.v1.JobState
-	(TaskState)(0),                   // 64: eddy.v1.TaskState
-	(*TaskMetrics)(nil),              // 65: eddy.v1.TaskMetrics
-	(CheckpointKind)(0),              // 66: eddy.v1.CheckpointKind
-	(*LogEntry)(nil),                 // 67: eddy.v1.LogEntry
+	(*JobGraph)(nil),                 // 44: eddy.v1.JobGraph
+	(*GraphNode)(nil),                // 45: eddy.v1.GraphNode
+	(*GraphEdge)(nil),                // 46: eddy.v1.GraphEdge
+	(*NodeInfo)(nil),                 // 47: eddy.v1.NodeInfo
+	(*SwapRecord)(nil),               // 48: eddy.v1.SwapRecord
+	(*SwapModuleRequest)(nil),        // 49: eddy.v1.SwapModuleRequest
+	(*SwapModuleResponse)(nil),       // 50: eddy.v1.SwapModuleResponse
+	(*JobLogsRequest)(nil),           // 51: eddy.v1.JobLogsRequest
+	(*JobLogLine)(nil),               // 52: eddy.v1.JobLogLine
+	(*JobLogsResponse)(nil),          // 53: eddy.v1.JobLogsResponse
+	(*CancelJobRequest)(nil),         // 54: eddy.v1.CancelJobRequest
+	(*CancelJobResponse)(nil),        // 55: eddy.v1.CancelJobResponse
+	(*TriggerSavepointRequest)(nil),  // 56: eddy.v1.TriggerSavepointRequest
+	(*TriggerSavepointResponse)(nil), // 57: eddy.v1.TriggerSavepointResponse
+	(*JoinRequest)(nil),              // 58: eddy.v1.JoinRequest
+	(*JoinResponse)(nil),             // 59: eddy.v1.JoinResponse
+	(*LeaveRequest)(nil),             // 60: eddy.v1.LeaveRequest
+	(*LeaveResponse)(nil),            // 61: eddy.v1.LeaveResponse
+	(*ClusterInfoRequest)(nil),       // 62: eddy.v1.ClusterInfoRequest
+	(*CoordinatorInfo)(nil),          // 63: eddy.v1.CoordinatorInfo
+	(*WorkerInfo)(nil),               // 64: eddy.v1.WorkerInfo
+	(*ClusterInfoResponse)(nil),      // 65: eddy.v1.ClusterInfoResponse
+	(JobState)(0),                    // 66: eddy.v1.JobState
+	(TaskState)(0),                   // 67: eddy.v1.TaskState
+	(*TaskMetrics)(nil),              // 68: eddy.v1.TaskMetrics
+	(CheckpointKind)(0),              // 69: eddy.v1.CheckpointKind
+	(*LogEntry)(nil),                 // 70: eddy.v1.LogEntry
 }
 var file_eddy_v1_control_proto_depIdxs = []int32{
 	5,  // 0: eddy.v1.TenantInfo.quota:type_name -> eddy.v1.TenantQuota
@@ -4443,77 +4680,80 @@ var file_eddy_v1_control_proto_depIdxs = []int32{
 	28, // 15: eddy.v1.UploadModuleResponse.module:type_name -> eddy.v1.ModuleInfo
 	28, // 16: eddy.v1.ListModulesResponse.modules:type_name -> eddy.v1.ModuleInfo
 	28, // 17: eddy.v1.GetModuleResponse.module:type_name -> eddy.v1.ModuleInfo
-	63, // 18: eddy.v1.JobSummary.state:type_name -> eddy.v1.JobState
+	66, // 18: eddy.v1.JobSummary.state:type_name -> eddy.v1.JobState
 	38, // 19: eddy.v1.ListJobsResponse.jobs:type_name -> eddy.v1.JobSummary
-	64, // 20: eddy.v1.TaskStatus.state:type_name -> eddy.v1.TaskState
-	65, // 21: eddy.v1.TaskStatus.metrics:type_name -> eddy.v1.TaskMetrics
-	66, // 22: eddy.v1.CheckpointInfo.kind:type_name -> eddy.v1.CheckpointKind
+	67, // 20: eddy.v1.TaskStatus.state:type_name -> eddy.v1.TaskState
+	68, // 21: eddy.v1.TaskStatus.metrics:type_name -> eddy.v1.TaskMetrics
+	69, // 22: eddy.v1.CheckpointInfo.kind:type_name -> eddy.v1.CheckpointKind
 	1,  // 23: eddy.v1.CheckpointInfo.state:type_name -> eddy.v1.CheckpointState
 	38, // 24: eddy.v1.JobStatusResponse.job:type_name -> eddy.v1.JobSummary
 	41, // 25: eddy.v1.JobStatusResponse.tasks:type_name -> eddy.v1.TaskStatus
 	42, // 26: eddy.v1.JobStatusResponse.checkpoints:type_name -> eddy.v1.CheckpointInfo
-	44, // 27: eddy.v1.JobStatusResponse.nodes:type_name -> eddy.v1.NodeInfo
-	45, // 28: eddy.v1.JobStatusResponse.swaps:type_name -> eddy.v1.SwapRecord
-	2,  // 29: eddy.v1.SwapRecord.state:type_name -> eddy.v1.SwapState
-	45, // 30: eddy.v1.SwapModuleResponse.swap:type_name -> eddy.v1.SwapRecord
-	67, // 31: eddy.v1.JobLogLine.entry:type_name -> eddy.v1.LogEntry
-	49, // 32: eddy.v1.JobLogsResponse.lines:type_name -> eddy.v1.JobLogLine
-	63, // 33: eddy.v1.JobLogsResponse.state:type_name -> eddy.v1.JobState
-	63, // 34: eddy.v1.CancelJobResponse.state:type_name -> eddy.v1.JobState
-	63, // 35: eddy.v1.TriggerSavepointResponse.state:type_name -> eddy.v1.JobState
-	3,  // 36: eddy.v1.CoordinatorInfo.role:type_name -> eddy.v1.CoordinatorRole
-	4,  // 37: eddy.v1.WorkerInfo.state:type_name -> eddy.v1.WorkerState
-	60, // 38: eddy.v1.ClusterInfoResponse.coordinators:type_name -> eddy.v1.CoordinatorInfo
-	61, // 39: eddy.v1.ClusterInfoResponse.workers:type_name -> eddy.v1.WorkerInfo
-	29, // 40: eddy.v1.Control.UploadModule:input_type -> eddy.v1.UploadModuleRequest
-	31, // 41: eddy.v1.Control.ListModules:input_type -> eddy.v1.ListModulesRequest
-	33, // 42: eddy.v1.Control.GetModule:input_type -> eddy.v1.GetModuleRequest
-	35, // 43: eddy.v1.Control.SubmitJob:input_type -> eddy.v1.SubmitJobRequest
-	37, // 44: eddy.v1.Control.ListJobs:input_type -> eddy.v1.ListJobsRequest
-	40, // 45: eddy.v1.Control.JobStatus:input_type -> eddy.v1.JobStatusRequest
-	51, // 46: eddy.v1.Control.CancelJob:input_type -> eddy.v1.CancelJobRequest
-	53, // 47: eddy.v1.Control.TriggerSavepoint:input_type -> eddy.v1.TriggerSavepointRequest
-	46, // 48: eddy.v1.Control.SwapModule:input_type -> eddy.v1.SwapModuleRequest
-	48, // 49: eddy.v1.Control.JobLogs:input_type -> eddy.v1.JobLogsRequest
-	55, // 50: eddy.v1.Control.Join:input_type -> eddy.v1.JoinRequest
-	57, // 51: eddy.v1.Control.Leave:input_type -> eddy.v1.LeaveRequest
-	59, // 52: eddy.v1.Control.ClusterInfo:input_type -> eddy.v1.ClusterInfoRequest
-	8,  // 53: eddy.v1.Control.CreateTenant:input_type -> eddy.v1.CreateTenantRequest
-	10, // 54: eddy.v1.Control.ListTenants:input_type -> eddy.v1.ListTenantsRequest
-	12, // 55: eddy.v1.Control.DeleteTenant:input_type -> eddy.v1.DeleteTenantRequest
-	14, // 56: eddy.v1.Control.SetQuota:input_type -> eddy.v1.SetQuotaRequest
-	17, // 57: eddy.v1.Control.CreateToken:input_type -> eddy.v1.CreateTokenRequest
-	19, // 58: eddy.v1.Control.ListTokens:input_type -> eddy.v1.ListTokensRequest
-	21, // 59: eddy.v1.Control.RevokeToken:input_type -> eddy.v1.RevokeTokenRequest
-	24, // 60: eddy.v1.Control.ListAudit:input_type -> eddy.v1.ListAuditRequest
-	26, // 61: eddy.v1.Control.WhoAmI:input_type -> eddy.v1.WhoAmIRequest
-	30, // 62: eddy.v1.Control.UploadModule:output_type -> eddy.v1.UploadModuleResponse
-	32, // 63: eddy.v1.Control.ListModules:output_type -> eddy.v1.ListModulesResponse
-	34, // 64: eddy.v1.Control.GetModule:output_type -> eddy.v1.GetModuleResponse
-	36, // 65: eddy.v1.Control.SubmitJob:output_type -> eddy.v1.SubmitJobResponse
-	39, // 66: eddy.v1.Control.ListJobs:output_type -> eddy.v1.ListJobsResponse
-	43, // 67: eddy.v1.Control.JobStatus:output_type -> eddy.v1.JobStatusResponse
-	52, // 68: eddy.v1.Control.CancelJob:output_type -> eddy.v1.CancelJobResponse
-	54, // 69: eddy.v1.Control.TriggerSavepoint:output_type -> eddy.v1.TriggerSavepointResponse
-	47, // 70: eddy.v1.Control.SwapModule:output_type -> eddy.v1.SwapModuleResponse
-	50, // 71: eddy.v1.Control.JobLogs:output_type -> eddy.v1.JobLogsResponse
-	56, // 72: eddy.v1.Control.Join:output_type -> eddy.v1.JoinResponse
-	58, // 73: eddy.v1.Control.Leave:output_type -> eddy.v1.LeaveResponse
-	62, // 74: eddy.v1.Control.ClusterInfo:output_type -> eddy.v1.ClusterInfoResponse
-	9,  // 75: eddy.v1.Control.CreateTenant:output_type -> eddy.v1.CreateTenantResponse
-	11, // 76: eddy.v1.Control.ListTenants:output_type -> eddy.v1.ListTenantsResponse
-	13, // 77: eddy.v1.Control.DeleteTenant:output_type -> eddy.v1.DeleteTenantResponse
-	15, // 78: eddy.v1.Control.SetQuota:output_type -> eddy.v1.SetQuotaResponse
-	18, // 79: eddy.v1.Control.CreateToken:output_type -> eddy.v1.CreateTokenResponse
-	20, // 80: eddy.v1.Control.ListTokens:output_type -> eddy.v1.ListTokensResponse
-	22, // 81: eddy.v1.Control.RevokeToken:output_type -> eddy.v1.RevokeTokenResponse
-	25, // 82: eddy.v1.Control.ListAudit:output_type -> eddy.v1.ListAuditResponse
-	27, // 83: eddy.v1.Control.WhoAmI:output_type -> eddy.v1.WhoAmIResponse
-	62, // [62:84] is the sub-list for method output_type
-	40, // [40:62] is the sub-list for method input_type
-	40, // [40:40] is the sub-list for extension type_name
-	40, // [40:40] is the sub-list for extension extendee
-	0,  // [0:40] is the sub-list for field type_name
+	47, // 27: eddy.v1.JobStatusResponse.nodes:type_name -> eddy.v1.NodeInfo
+	48, // 28: eddy.v1.JobStatusResponse.swaps:type_name -> eddy.v1.SwapRecord
+	44, // 29: eddy.v1.JobStatusResponse.graph:type_name -> eddy.v1.JobGraph
+	45, // 30: eddy.v1.JobGraph.nodes:type_name -> eddy.v1.GraphNode
+	46, // 31: eddy.v1.JobGraph.edges:type_name -> eddy.v1.GraphEdge
+	2,  // 32: eddy.v1.SwapRecord.state:type_name -> eddy.v1.SwapState
+	48, // 33: eddy.v1.SwapModuleResponse.swap:type_name -> eddy.v1.SwapRecord
+	70, // 34: eddy.v1.JobLogLine.entry:type_name -> eddy.v1.LogEntry
+	52, // 35: eddy.v1.JobLogsResponse.lines:type_name -> eddy.v1.JobLogLine
+	66, // 36: eddy.v1.JobLogsResponse.state:type_name -> eddy.v1.JobState
+	66, // 37: eddy.v1.CancelJobResponse.state:type_name -> eddy.v1.JobState
+	66, // 38: eddy.v1.TriggerSavepointResponse.state:type_name -> eddy.v1.JobState
+	3,  // 39: eddy.v1.CoordinatorInfo.role:type_name -> eddy.v1.CoordinatorRole
+	4,  // 40: eddy.v1.WorkerInfo.state:type_name -> eddy.v1.WorkerState
+	63, // 41: eddy.v1.ClusterInfoResponse.coordinators:type_name -> eddy.v1.CoordinatorInfo
+	64, // 42: eddy.v1.ClusterInfoResponse.workers:type_name -> eddy.v1.WorkerInfo
+	29, // 43: eddy.v1.Control.UploadModule:input_type -> eddy.v1.UploadModuleRequest
+	31, // 44: eddy.v1.Control.ListModules:input_type -> eddy.v1.ListModulesRequest
+	33, // 45: eddy.v1.Control.GetModule:input_type -> eddy.v1.GetModuleRequest
+	35, // 46: eddy.v1.Control.SubmitJob:input_type -> eddy.v1.SubmitJobRequest
+	37, // 47: eddy.v1.Control.ListJobs:input_type -> eddy.v1.ListJobsRequest
+	40, // 48: eddy.v1.Control.JobStatus:input_type -> eddy.v1.JobStatusRequest
+	54, // 49: eddy.v1.Control.CancelJob:input_type -> eddy.v1.CancelJobRequest
+	56, // 50: eddy.v1.Control.TriggerSavepoint:input_type -> eddy.v1.TriggerSavepointRequest
+	49, // 51: eddy.v1.Control.SwapModule:input_type -> eddy.v1.SwapModuleRequest
+	51, // 52: eddy.v1.Control.JobLogs:input_type -> eddy.v1.JobLogsRequest
+	58, // 53: eddy.v1.Control.Join:input_type -> eddy.v1.JoinRequest
+	60, // 54: eddy.v1.Control.Leave:input_type -> eddy.v1.LeaveRequest
+	62, // 55: eddy.v1.Control.ClusterInfo:input_type -> eddy.v1.ClusterInfoRequest
+	8,  // 56: eddy.v1.Control.CreateTenant:input_type -> eddy.v1.CreateTenantRequest
+	10, // 57: eddy.v1.Control.ListTenants:input_type -> eddy.v1.ListTenantsRequest
+	12, // 58: eddy.v1.Control.DeleteTenant:input_type -> eddy.v1.DeleteTenantRequest
+	14, // 59: eddy.v1.Control.SetQuota:input_type -> eddy.v1.SetQuotaRequest
+	17, // 60: eddy.v1.Control.CreateToken:input_type -> eddy.v1.CreateTokenRequest
+	19, // 61: eddy.v1.Control.ListTokens:input_type -> eddy.v1.ListTokensRequest
+	21, // 62: eddy.v1.Control.RevokeToken:input_type -> eddy.v1.RevokeTokenRequest
+	24, // 63: eddy.v1.Control.ListAudit:input_type -> eddy.v1.ListAuditRequest
+	26, // 64: eddy.v1.Control.WhoAmI:input_type -> eddy.v1.WhoAmIRequest
+	30, // 65: eddy.v1.Control.UploadModule:output_type -> eddy.v1.UploadModuleResponse
+	32, // 66: eddy.v1.Control.ListModules:output_type -> eddy.v1.ListModulesResponse
+	34, // 67: eddy.v1.Control.GetModule:output_type -> eddy.v1.GetModuleResponse
+	36, // 68: eddy.v1.Control.SubmitJob:output_type -> eddy.v1.SubmitJobResponse
+	39, // 69: eddy.v1.Control.ListJobs:output_type -> eddy.v1.ListJobsResponse
+	43, // 70: eddy.v1.Control.JobStatus:output_type -> eddy.v1.JobStatusResponse
+	55, // 71: eddy.v1.Control.CancelJob:output_type -> eddy.v1.CancelJobResponse
+	57, // 72: eddy.v1.Control.TriggerSavepoint:output_type -> eddy.v1.TriggerSavepointResponse
+	50, // 73: eddy.v1.Control.SwapModule:output_type -> eddy.v1.SwapModuleResponse
+	53, // 74: eddy.v1.Control.JobLogs:output_type -> eddy.v1.JobLogsResponse
+	59, // 75: eddy.v1.Control.Join:output_type -> eddy.v1.JoinResponse
+	61, // 76: eddy.v1.Control.Leave:output_type -> eddy.v1.LeaveResponse
+	65, // 77: eddy.v1.Control.ClusterInfo:output_type -> eddy.v1.ClusterInfoResponse
+	9,  // 78: eddy.v1.Control.CreateTenant:output_type -> eddy.v1.CreateTenantResponse
+	11, // 79: eddy.v1.Control.ListTenants:output_type -> eddy.v1.ListTenantsResponse
+	13, // 80: eddy.v1.Control.DeleteTenant:output_type -> eddy.v1.DeleteTenantResponse
+	15, // 81: eddy.v1.Control.SetQuota:output_type -> eddy.v1.SetQuotaResponse
+	18, // 82: eddy.v1.Control.CreateToken:output_type -> eddy.v1.CreateTokenResponse
+	20, // 83: eddy.v1.Control.ListTokens:output_type -> eddy.v1.ListTokensResponse
+	22, // 84: eddy.v1.Control.RevokeToken:output_type -> eddy.v1.RevokeTokenResponse
+	25, // 85: eddy.v1.Control.ListAudit:output_type -> eddy.v1.ListAuditResponse
+	27, // 86: eddy.v1.Control.WhoAmI:output_type -> eddy.v1.WhoAmIResponse
+	65, // [65:87] is the sub-list for method output_type
+	43, // [43:65] is the sub-list for method input_type
+	43, // [43:43] is the sub-list for extension type_name
+	43, // [43:43] is the sub-list for extension extendee
+	0,  // [0:43] is the sub-list for field type_name
 }
 
 func init() { file_eddy_v1_control_proto_init() }
@@ -4529,7 +4769,7 @@ func file_eddy_v1_control_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_eddy_v1_control_proto_rawDesc), len(file_eddy_v1_control_proto_rawDesc)),
 			NumEnums:      5,
-			NumMessages:   58,
+			NumMessages:   61,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
