@@ -26,7 +26,6 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-
 // manifests is every object of the directory, by kind.
 type manifests struct {
 	statefulSets []*appsv1.StatefulSet
