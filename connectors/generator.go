@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/eddy-stream/eddy/connectors/nexmark"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/dataflow/stream"
 )
@@ -55,6 +56,7 @@ type generatorConfig struct {
 	intervalNs   uint64
 	disorderMs   uint64
 	lateFraction float64
+	nexmark      nexmark.Config // kind nexmark only
 }
 
 // newGeneratorConfig validates spec and fills in the defaults, so that a bad
@@ -73,10 +75,26 @@ func newGeneratorConfig(spec *jobspec.GeneratorSpec) (generatorConfig, error) {
 		}
 	case jobspec.GeneratorTransactions:
 		interval = DefaultTransactionsInterval
+	case jobspec.GeneratorNexmark:
+		// Nexmark spaces event times by its event rate: the configured
+		// rate when there is one, else Nexmark's default 10,000/s.
+		interval = time.Duration(nexmark.DefaultConfig().IntervalNs)
+		if spec.Rate > 0 && !math.IsInf(spec.Rate, 0) {
+			interval = max(time.Duration(float64(time.Second)/spec.Rate), 1)
+		}
+		if spec.Cards != 0 {
+			return bad("cards is only for kind %q", jobspec.GeneratorTransactions)
+		}
+		if spec.LateFraction != 0 {
+			return bad("late_fraction is not for kind %q (its out-of-order bound is disorder)", jobspec.GeneratorNexmark)
+		}
 	case "":
-		return bad("kind is empty (want %q or %q)", jobspec.GeneratorSequence, jobspec.GeneratorTransactions)
+		return bad("kind is empty (want %q, %q or %q)", jobspec.GeneratorSequence, jobspec.GeneratorTransactions, jobspec.GeneratorNexmark)
 	default:
-		return bad("unknown kind %q (want %q or %q)", spec.Kind, jobspec.GeneratorSequence, jobspec.GeneratorTransactions)
+		return bad("unknown kind %q (want %q, %q or %q)", spec.Kind, jobspec.GeneratorSequence, jobspec.GeneratorTransactions, jobspec.GeneratorNexmark)
+	}
+	if spec.Nexmark != nil && spec.Kind != jobspec.GeneratorNexmark {
+		return bad("nexmark is only for kind %q", jobspec.GeneratorNexmark)
 	}
 	c.kind = spec.Kind
 	if spec.Count < 0 {
@@ -128,7 +146,48 @@ func newGeneratorConfig(spec *jobspec.GeneratorSpec) (generatorConfig, error) {
 		return bad("late_fraction needs a disorder of at least 1ms")
 	}
 	c.lateFraction = spec.LateFraction
+	if c.kind == jobspec.GeneratorNexmark {
+		if c.nexmark, err = nexmarkConfig(c, spec.Nexmark); err != nil {
+			return bad("%v", err)
+		}
+	}
 	return c, nil
+}
+
+// nexmarkConfig is the Nexmark model of a generator: its seed, start,
+// interval and disorder, and the spec's nexmark fields over Nexmark's
+// defaults.
+func nexmarkConfig(c generatorConfig, spec *jobspec.NexmarkSpec) (nexmark.Config, error) {
+	m := nexmark.DefaultConfig()
+	m.Seed, m.StartMs, m.IntervalNs, m.DisorderMs = c.seed, c.startMs, c.intervalNs, c.disorderMs
+	if spec == nil {
+		return m, m.Validate()
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+		dst  *uint64
+	}{
+		{"person_proportion", spec.PersonProportion, &m.PersonProportion},
+		{"auction_proportion", spec.AuctionProportion, &m.AuctionProportion},
+		{"bid_proportion", spec.BidProportion, &m.BidProportion},
+		{"hot_auction_ratio", spec.HotAuctionRatio, &m.HotAuctionRatio},
+		{"hot_bidders_ratio", spec.HotBiddersRatio, &m.HotBiddersRatio},
+		{"hot_sellers_ratio", spec.HotSellersRatio, &m.HotSellersRatio},
+		{"in_flight_auctions", spec.InFlightAuctions, &m.InFlightAuctions},
+		{"active_people", spec.ActivePeople, &m.ActivePeople},
+		{"avg_person_bytes", spec.AvgPersonBytes, &m.AvgPersonBytes},
+		{"avg_auction_bytes", spec.AvgAuctionBytes, &m.AvgAuctionBytes},
+		{"avg_bid_bytes", spec.AvgBidBytes, &m.AvgBidBytes},
+	} {
+		switch {
+		case f.v < 0:
+			return m, fmt.Errorf("nexmark.%s is %d, want ≥ 1 (0 is the default %d)", f.name, f.v, *f.dst)
+		case f.v > 0:
+			*f.dst = uint64(f.v)
+		}
+	}
+	return m, m.Validate()
 }
 
 // generator is one subtask of a generator source. Subtask i of p produces
@@ -147,6 +206,7 @@ type generator struct {
 	seedRn uint64 // mixed seed: record streams of nearby seeds are unrelated
 	key    []byte // reused per record: Batch.Add copies
 	value  []byte
+	nx     *nexmark.Generator // kind nexmark: built by Open
 }
 
 func newGenerator(cfg generatorConfig) *generator {
@@ -157,6 +217,11 @@ func (g *generator) Open(ctx context.Context, info stream.TaskInfo) error {
 	subtask, parallelism, err := subtaskOf(info)
 	if err != nil {
 		return fmt.Errorf("open generator: %w", err)
+	}
+	if g.cfg.kind == jobspec.GeneratorNexmark && g.nx == nil {
+		if g.nx, err = nexmark.New(g.cfg.nexmark); err != nil {
+			return fmt.Errorf("open generator: %w: %v", ErrBadSpec, err)
+		}
 	}
 	g.next, g.step = uint64(subtask), uint64(parallelism)
 	if g.cfg.count > 0 {
@@ -305,6 +370,13 @@ func decodeGeneratorPosition(pos []byte) (next, step uint64, err error) {
 }
 
 func (g *generator) add(b *stream.Batch, n uint64) {
+	if g.nx != nil {
+		// Nexmark events have no key: its queries key_by their fields.
+		var ts int64
+		g.value, ts = g.nx.AppendJSON(g.value[:0], n)
+		b.Add(nil, g.value, ts)
+		return
+	}
 	r := g.recordRand(n)
 	if g.cfg.kind == jobspec.GeneratorSequence {
 		g.key = strconv.AppendUint(g.key[:0], n, 10)
