@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/bits"
 	"strconv"
 	"time"
 
+	"github.com/eddy-stream/eddy/connectors/internal/seeded"
 	"github.com/eddy-stream/eddy/connectors/nexmark"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/dataflow/stream"
@@ -210,7 +210,7 @@ type generator struct {
 }
 
 func newGenerator(cfg generatorConfig) *generator {
-	return &generator{cfg: cfg, seedRn: mix64(cfg.seed)}
+	return &generator{cfg: cfg, seedRn: seeded.Mix64(cfg.seed)}
 }
 
 func (g *generator) Open(ctx context.Context, info stream.TaskInfo) error {
@@ -386,13 +386,13 @@ func (g *generator) add(b *stream.Batch, n uint64) {
 		b.Add(g.key, g.value, g.eventTime(n, &r))
 		return
 	}
-	card := r.next() % g.cfg.cards
+	card := r.Next() % g.cfg.cards
 	country := g.homeCountry(card)
-	if r.next()%10000 < travelPer10k {
-		country = (country + 1 + r.next()%(uint64(len(countries))-1)) % uint64(len(countries))
+	if r.Next()%10000 < travelPer10k {
+		country = (country + 1 + r.Next()%(uint64(len(countries))-1)) % uint64(len(countries))
 	}
 	cents := amountCents(&r)
-	merchant := r.next() % merchantCount
+	merchant := r.Next() % merchantCount
 	ts := g.eventTime(n, &r)
 
 	g.key = append(g.key[:0], "card-"...)
@@ -416,57 +416,41 @@ func (g *generator) add(b *stream.Batch, n uint64) {
 // homeCountry is where a card is used almost always; a pure function of
 // (seed, card) so that every subtask agrees on it.
 func (g *generator) homeCountry(card uint64) uint64 {
-	return mix64(g.seedRn^(card*0xd6e8feb86659fd93)) % uint64(len(countries))
+	return seeded.Mix64(g.seedRn^(card*0xd6e8feb86659fd93)) % uint64(len(countries))
 }
 
 // amountCents draws an amount with a long tail: mostly everyday payments,
 // a few large ones for the fraud rules to look at.
-func amountCents(r *splitmix) uint64 {
-	switch u := r.next() % 1000; {
+func amountCents(r *seeded.Rand) uint64 {
+	switch u := r.Next() % 1000; {
 	case u < 900:
-		return 100 + r.next()%19_900 // 1.00 – 199.99
+		return 100 + r.Next()%19_900 // 1.00 – 199.99
 	case u < 990:
-		return 20_000 + r.next()%80_000 // 200.00 – 999.99
+		return 20_000 + r.Next()%80_000 // 200.00 – 999.99
 	default:
-		return 100_000 + r.next()%400_000 // 1000.00 – 4999.99
+		return 100_000 + r.Next()%400_000 // 1000.00 – 4999.99
 	}
 }
 
 // eventTime is Start + n×Interval, moved back by the disorder: up to
 // Disorder for most records, and by more than Disorder (up to 4×Disorder)
 // for the LateFraction that should arrive behind the watermark.
-func (g *generator) eventTime(n uint64, r *splitmix) int64 {
-	ts := addClamped(g.cfg.startMs, mulDivClamped(n, g.cfg.intervalNs, uint64(time.Millisecond)))
+func (g *generator) eventTime(n uint64, r *seeded.Rand) int64 {
+	ts := seeded.AddClamped(g.cfg.startMs, seeded.MulDivClamped(n, g.cfg.intervalNs, uint64(time.Millisecond)))
 	d := g.cfg.disorderMs
 	if d == 0 {
 		return ts
 	}
-	back := r.next() % (d + 1)
-	if g.cfg.lateFraction > 0 && float64(r.next()>>11)/(1<<53) < g.cfg.lateFraction {
-		back = d + 1 + r.next()%(3*d)
+	back := r.Next() % (d + 1)
+	if g.cfg.lateFraction > 0 && float64(r.Next()>>11)/(1<<53) < g.cfg.lateFraction {
+		back = d + 1 + r.Next()%(3*d)
 	}
 	return ts - int64(back)
 }
 
 // recordRand is the random stream of record n: seeded from (seed, n) only.
-func (g *generator) recordRand(n uint64) splitmix {
-	return splitmix{state: mix64(g.seedRn + n*0x9e3779b97f4a7c15)}
-}
-
-// splitmix is SplitMix64: tiny, fast and good enough for test data, and
-// trivially seekable, which is what makes records independent of one
-// another.
-type splitmix struct{ state uint64 }
-
-func (s *splitmix) next() uint64 {
-	s.state += 0x9e3779b97f4a7c15
-	return mix64(s.state)
-}
-
-func mix64(x uint64) uint64 {
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
+func (g *generator) recordRand(n uint64) seeded.Rand {
+	return seeded.At(g.seedRn, n)
 }
 
 // appendPadded appends n in decimal, zero padded to width digits.
@@ -477,25 +461,4 @@ func appendPadded(dst []byte, n uint64, width int) []byte {
 		dst = append(dst, '0')
 	}
 	return append(dst, digits...)
-}
-
-// mulDivClamped is a×b/c without intermediate overflow, clamped to
-// MaxInt64: an unbounded generator must not wrap around to negative times.
-func mulDivClamped(a, b, c uint64) int64 {
-	hi, lo := bits.Mul64(a, b)
-	if hi >= c {
-		return math.MaxInt64
-	}
-	q, _ := bits.Div64(hi, lo, c)
-	if q > math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return int64(q)
-}
-
-func addClamped(a, b int64) int64 {
-	if b > 0 && a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }

@@ -2,8 +2,9 @@ package nexmark
 
 import (
 	"math"
-	"math/bits"
 	"strconv"
+
+	"github.com/eddy-stream/eddy/connectors/internal/seeded"
 )
 
 // rawEvent is one generated event before it becomes an Event or JSON. Its
@@ -28,12 +29,12 @@ type rawEvent struct {
 // seeded by (seed, n) alone: the event does not depend on any other.
 func (g *Generator) generate(n uint64, e *rawEvent) {
 	c := &g.cfg
-	r := splitmix{state: mix64(g.seedMix + n*0x9e3779b97f4a7c15)}
+	r := seeded.At(g.seedMix, n)
 	e.typ = g.Type(n)
 	base := g.BaseTime(n)
 	e.ts = base
 	if c.DisorderMs > 0 {
-		e.ts -= int64(r.intn(c.DisorderMs + 1))
+		e.ts -= int64(r.Intn(c.DisorderMs + 1))
 	}
 	buf := g.scratch[:0]
 	// field appends to buf and returns the new bytes. buf's capacity (512)
@@ -48,9 +49,9 @@ func (g *Generator) generate(n uint64, e *rawEvent) {
 	case TypePerson:
 		e.id = g.lastPersonID(n) + FirstPersonID
 		e.s[0] = field(func(b []byte) []byte {
-			b = append(b, firstNames[r.intn(uint64(len(firstNames)))]...)
+			b = append(b, firstNames[r.Intn(uint64(len(firstNames)))]...)
 			b = append(b, ' ')
-			return append(b, lastNames[r.intn(uint64(len(lastNames)))]...)
+			return append(b, lastNames[r.Intn(uint64(len(lastNames)))]...)
 		})
 		e.s[1] = field(func(b []byte) []byte {
 			b = appendString(b, &r, 7, ' ')
@@ -63,23 +64,23 @@ func (g *Generator) generate(n uint64, e *rawEvent) {
 				if i > 0 {
 					b = append(b, ' ')
 				}
-				b = appendPadded4(b, r.intn(10000))
+				b = appendPadded4(b, r.Intn(10000))
 			}
 			return b
 		})
-		e.s[3] = field(func(b []byte) []byte { return append(b, usCities[r.intn(uint64(len(usCities)))]...) })
-		e.s[4] = field(func(b []byte) []byte { return append(b, usStates[r.intn(uint64(len(usStates)))]...) })
+		e.s[3] = field(func(b []byte) []byte { return append(b, usCities[r.Intn(uint64(len(usCities)))]...) })
+		e.s[4] = field(func(b []byte) []byte { return append(b, usStates[r.Intn(uint64(len(usStates)))]...) })
 		size := 8 + len(e.s[0]) + len(e.s[1]) + len(e.s[2]) + len(e.s[3]) + len(e.s[4])
 		e.extra = g.nextExtra(&r, size, c.AvgPersonBytes)
 	case TypeAuction:
 		e.id = g.lastAuctionID(n) + FirstAuctionID
-		if r.intn(c.HotSellersRatio) > 0 {
+		if r.Intn(c.HotSellersRatio) > 0 {
 			e.seller = g.lastPersonID(n) / hotIDRatio * hotIDRatio
 		} else {
 			e.seller = g.nextPersonID(n, &r)
 		}
 		e.seller += FirstPersonID
-		e.category = FirstCategoryID + int64(r.intn(NumCategories))
+		e.category = FirstCategoryID + int64(r.Intn(NumCategories))
 		e.initialBid = nextPrice(&r)
 		e.reserve = e.initialBid + nextPrice(&r)
 		e.expires = e.ts + g.auctionLengthMs(n, base, &r)
@@ -88,24 +89,24 @@ func (g *Generator) generate(n uint64, e *rawEvent) {
 		size := 8 + len(e.s[0]) + len(e.s[1]) + 8 + 8 + 8 + 8 + 8
 		e.extra = g.nextExtra(&r, size, c.AvgAuctionBytes)
 	default:
-		if r.intn(c.HotAuctionRatio) > 0 {
+		if r.Intn(c.HotAuctionRatio) > 0 {
 			e.auction = g.lastAuctionID(n) / hotIDRatio * hotIDRatio
 		} else {
 			e.auction = g.nextAuctionID(n, &r)
 		}
 		e.auction += FirstAuctionID
-		if r.intn(c.HotBiddersRatio) > 0 {
+		if r.Intn(c.HotBiddersRatio) > 0 {
 			e.bidder = g.lastPersonID(n)/hotIDRatio*hotIDRatio + 1
 		} else {
 			e.bidder = g.nextPersonID(n, &r)
 		}
 		e.bidder += FirstPersonID
 		e.price = nextPrice(&r)
-		if r.intn(hotChannelsRatio) > 0 {
-			i := r.intn(uint64(len(hotChannels)))
+		if r.Intn(hotChannelsRatio) > 0 {
+			i := r.Intn(uint64(len(hotChannels)))
 			e.channel, e.url = hotChannels[i], g.hotURLs[i]
 		} else {
-			k := r.intn(channelsNumber)
+			k := r.Intn(channelsNumber)
 			e.channel, e.url = channelNames[k], g.channelURLs[k]
 		}
 		e.s[0], e.s[1] = nil, nil
@@ -152,43 +153,43 @@ func (g *Generator) lastAuctionID(n uint64) int64 {
 
 // nextPersonID is a random active person: one of the newest ActivePeople,
 // or a few ids ahead.
-func (g *Generator) nextPersonID(n uint64, r *splitmix) int64 {
+func (g *Generator) nextPersonID(n uint64, r *seeded.Rand) int64 {
 	people := uint64(g.lastPersonID(n)) + 1
 	active := min(people, g.cfg.ActivePeople)
-	return int64(people - active + r.intn(active+personIDLead))
+	return int64(people - active + r.Intn(active+personIDLead))
 }
 
 // nextAuctionID is a random in-flight auction: one of the newest
 // InFlightAuctions, or a few ids ahead.
-func (g *Generator) nextAuctionID(n uint64, r *splitmix) int64 {
+func (g *Generator) nextAuctionID(n uint64, r *seeded.Rand) int64 {
 	hi := max(g.lastAuctionID(n), 0)
 	lo := max(hi-int64(g.cfg.InFlightAuctions), 0)
-	return lo + int64(r.intn(uint64(hi-lo)+1+auctionIDLead))
+	return lo + int64(r.Intn(uint64(hi-lo)+1+auctionIDLead))
 }
 
 // auctionLengthMs is how long an auction runs: up to twice the event time
 // it takes for InFlightAuctions new auctions to open, so that about that
 // many are open at any time.
-func (g *Generator) auctionLengthMs(n uint64, base int64, r *splitmix) int64 {
+func (g *Generator) auctionLengthMs(n uint64, base int64, r *seeded.Rand) int64 {
 	events := g.cfg.InFlightAuctions * g.total / g.cfg.AuctionProportion
 	horizon := g.BaseTime(n+events) - base
-	return 1 + int64(r.intn(uint64(max(2*horizon, 1))))
+	return 1 + int64(r.Intn(uint64(max(2*horizon, 1))))
 }
 
 // nextPrice is a price in cents, log-uniform between $1 and $1,000,000:
 // 10^(6u) dollars, computed as e^(6u·ln 10), which costs half of Pow.
-func nextPrice(r *splitmix) int64 {
-	return int64(math.Round(math.Exp(r.float()*(6*math.Ln10)) * 100))
+func nextPrice(r *seeded.Rand) int64 {
+	return int64(math.Round(math.Exp(r.Float()*(6*math.Ln10)) * 100))
 }
 
 // appendString appends 3..maxLen−1 random lower-case letters, 1 in 13 of
 // them special instead; a space special is trimmed off both ends, as the
 // model trims its strings.
-func appendString(dst []byte, r *splitmix, maxLen uint64, special byte) []byte {
-	l := minStringLength + r.intn(maxLen-minStringLength)
+func appendString(dst []byte, r *seeded.Rand, maxLen uint64, special byte) []byte {
+	l := minStringLength + r.Intn(maxLen-minStringLength)
 	start := len(dst)
 	for range l {
-		v := r.next()
+		v := r.Next()
 		if v%13 == 0 {
 			if special == ' ' && len(dst) == start {
 				continue // a leading space would be trimmed
@@ -205,7 +206,7 @@ func appendString(dst []byte, r *splitmix, maxLen uint64, special byte) []byte {
 }
 
 // appendBaseURL is a random item URL of the site.
-func appendBaseURL(dst []byte, r *splitmix) []byte {
+func appendBaseURL(dst []byte, r *seeded.Rand) []byte {
 	dst = append(dst, "https://www.nexmark.com/"...)
 	for range 3 {
 		dst = appendString(dst, r, 5, '_')
@@ -216,7 +217,7 @@ func appendBaseURL(dst []byte, r *splitmix) []byte {
 
 // nextExtra pads an event of size bytes to about avg (±20 %) with random
 // letters, cut from the pool.
-func (g *Generator) nextExtra(r *splitmix, size int, avg uint64) []byte {
+func (g *Generator) nextExtra(r *seeded.Rand, size int, avg uint64) []byte {
 	if uint64(size) > avg {
 		return g.extraPool[:0]
 	}
@@ -224,9 +225,9 @@ func (g *Generator) nextExtra(r *splitmix, size int, avg uint64) []byte {
 	delta := uint64(math.Round(float64(rest) * 0.2))
 	want := rest - delta
 	if delta > 0 {
-		want += r.intn(2 * delta)
+		want += r.Intn(2 * delta)
 	}
-	off := r.intn(uint64(len(g.extraPool)) - want)
+	off := r.Intn(uint64(len(g.extraPool)) - want)
 	return g.extraPool[off : off+want : off+want]
 }
 
@@ -243,50 +244,4 @@ func appendStr[S ~string | ~[]byte](dst []byte, key string, s S) []byte {
 	dst = append(dst, '"')
 	dst = append(dst, s...)
 	return append(dst, '"')
-}
-
-// splitmix is SplitMix64: fast, and seekable by construction, which is
-// what makes each event a function of its number alone.
-type splitmix struct{ state uint64 }
-
-func (s *splitmix) next() uint64 {
-	s.state += 0x9e3779b97f4a7c15
-	return mix64(s.state)
-}
-
-// intn is uniform in [0, n) (Lemire's multiply-shift; the bias is below
-// n/2⁶⁴, far below what the model cares about).
-func (s *splitmix) intn(n uint64) uint64 {
-	hi, _ := bits.Mul64(s.next(), n)
-	return hi
-}
-
-// float is uniform in [0, 1).
-func (s *splitmix) float() float64 { return float64(s.next()>>11) / (1 << 53) }
-
-func mix64(x uint64) uint64 {
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
-}
-
-// mulDivClamped is a×b/c without intermediate overflow, clamped to
-// MaxInt64 so that an unbounded generator never wraps to negative times.
-func mulDivClamped(a, b, c uint64) int64 {
-	hi, lo := bits.Mul64(a, b)
-	if hi >= c {
-		return math.MaxInt64
-	}
-	q, _ := bits.Div64(hi, lo, c)
-	if q > math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return int64(q)
-}
-
-func addClamped(a, b int64) int64 {
-	if b > 0 && a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }

@@ -16,6 +16,8 @@ import (
 	"fmt"
 	"math"
 	"math/bits"
+
+	"github.com/eddy-stream/eddy/connectors/internal/seeded"
 )
 
 // Event types, as the event_type column of Flink's Nexmark table.
@@ -231,15 +233,15 @@ func New(c Config) (*Generator, error) {
 	g := &Generator{
 		cfg:     c,
 		total:   c.PersonProportion + c.AuctionProportion + c.BidProportion,
-		seedMix: mix64(c.Seed ^ 0x6e65786d61726b), // "nexmark": unrelated to the other generators' streams
+		seedMix: seeded.Mix64(c.Seed ^ 0x6e65786d61726b), // "nexmark": unrelated to the other generators' streams
 	}
 	// The pool must be longer than the longest extra (about 1.2 × the
 	// largest average size) so that a random offset fits.
 	poolLen := 2*max(c.AvgPersonBytes, c.AvgAuctionBytes, c.AvgBidBytes) + 4096
-	r := splitmix{state: g.seedMix ^ 0x706f6f6c}
+	r := seeded.New(g.seedMix ^ 0x706f6f6c)
 	g.extraPool = make([]byte, poolLen)
 	for i := range g.extraPool {
-		g.extraPool[i] = byte('a' + r.intn(26))
+		g.extraPool[i] = byte('a' + r.Intn(26))
 	}
 	for i := range g.hotURLs {
 		g.hotURLs[i] = string(appendBaseURL(nil, &r))
@@ -247,7 +249,7 @@ func New(c Config) (*Generator, error) {
 	g.channelURLs = make([]string, channelsNumber)
 	for i := range g.channelURLs {
 		u := appendBaseURL(nil, &r)
-		if r.intn(10) > 0 {
+		if r.Intn(10) > 0 {
 			u = fmt.Appendf(u, "&channel_id=%d", bits.Reverse32(uint32(i))&math.MaxInt32)
 		}
 		g.channelURLs[i] = string(u)
@@ -273,7 +275,7 @@ func (g *Generator) Type(n uint64) int {
 // BaseTime is event n's event time before the disorder: StartMs + n ×
 // IntervalNs, in ms. Events' dateTime is at most DisorderMs earlier.
 func (g *Generator) BaseTime(n uint64) int64 {
-	return addClamped(g.cfg.StartMs, mulDivClamped(n, g.cfg.IntervalNs, 1e6))
+	return seeded.AddClamped(g.cfg.StartMs, seeded.MulDivClamped(n, g.cfg.IntervalNs, 1e6))
 }
 
 // Event is event n.
