@@ -6,10 +6,11 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"math/bits"
 	"strconv"
 	"time"
 
+	"github.com/eddy-stream/eddy/connectors/internal/seeded"
+	"github.com/eddy-stream/eddy/connectors/nexmark"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/dataflow/stream"
 )
@@ -55,6 +56,7 @@ type generatorConfig struct {
 	intervalNs   uint64
 	disorderMs   uint64
 	lateFraction float64
+	nexmark      nexmark.Config // kind nexmark only
 }
 
 // newGeneratorConfig validates spec and fills in the defaults, so that a bad
@@ -73,10 +75,26 @@ func newGeneratorConfig(spec *jobspec.GeneratorSpec) (generatorConfig, error) {
 		}
 	case jobspec.GeneratorTransactions:
 		interval = DefaultTransactionsInterval
+	case jobspec.GeneratorNexmark:
+		// Nexmark spaces event times by its event rate: the configured
+		// rate when there is one, else Nexmark's default 10,000/s.
+		interval = time.Duration(nexmark.DefaultConfig().IntervalNs)
+		if spec.Rate > 0 && !math.IsInf(spec.Rate, 0) {
+			interval = max(time.Duration(float64(time.Second)/spec.Rate), 1)
+		}
+		if spec.Cards != 0 {
+			return bad("cards is only for kind %q", jobspec.GeneratorTransactions)
+		}
+		if spec.LateFraction != 0 {
+			return bad("late_fraction is not for kind %q (its out-of-order bound is disorder)", jobspec.GeneratorNexmark)
+		}
 	case "":
-		return bad("kind is empty (want %q or %q)", jobspec.GeneratorSequence, jobspec.GeneratorTransactions)
+		return bad("kind is empty (want %q, %q or %q)", jobspec.GeneratorSequence, jobspec.GeneratorTransactions, jobspec.GeneratorNexmark)
 	default:
-		return bad("unknown kind %q (want %q or %q)", spec.Kind, jobspec.GeneratorSequence, jobspec.GeneratorTransactions)
+		return bad("unknown kind %q (want %q, %q or %q)", spec.Kind, jobspec.GeneratorSequence, jobspec.GeneratorTransactions, jobspec.GeneratorNexmark)
+	}
+	if spec.Nexmark != nil && spec.Kind != jobspec.GeneratorNexmark {
+		return bad("nexmark is only for kind %q", jobspec.GeneratorNexmark)
 	}
 	c.kind = spec.Kind
 	if spec.Count < 0 {
@@ -128,7 +146,48 @@ func newGeneratorConfig(spec *jobspec.GeneratorSpec) (generatorConfig, error) {
 		return bad("late_fraction needs a disorder of at least 1ms")
 	}
 	c.lateFraction = spec.LateFraction
+	if c.kind == jobspec.GeneratorNexmark {
+		if c.nexmark, err = nexmarkConfig(c, spec.Nexmark); err != nil {
+			return bad("%v", err)
+		}
+	}
 	return c, nil
+}
+
+// nexmarkConfig is the Nexmark model of a generator: its seed, start,
+// interval and disorder, and the spec's nexmark fields over Nexmark's
+// defaults.
+func nexmarkConfig(c generatorConfig, spec *jobspec.NexmarkSpec) (nexmark.Config, error) {
+	m := nexmark.DefaultConfig()
+	m.Seed, m.StartMs, m.IntervalNs, m.DisorderMs = c.seed, c.startMs, c.intervalNs, c.disorderMs
+	if spec == nil {
+		return m, m.Validate()
+	}
+	for _, f := range []struct {
+		name string
+		v    int
+		dst  *uint64
+	}{
+		{"person_proportion", spec.PersonProportion, &m.PersonProportion},
+		{"auction_proportion", spec.AuctionProportion, &m.AuctionProportion},
+		{"bid_proportion", spec.BidProportion, &m.BidProportion},
+		{"hot_auction_ratio", spec.HotAuctionRatio, &m.HotAuctionRatio},
+		{"hot_bidders_ratio", spec.HotBiddersRatio, &m.HotBiddersRatio},
+		{"hot_sellers_ratio", spec.HotSellersRatio, &m.HotSellersRatio},
+		{"in_flight_auctions", spec.InFlightAuctions, &m.InFlightAuctions},
+		{"active_people", spec.ActivePeople, &m.ActivePeople},
+		{"avg_person_bytes", spec.AvgPersonBytes, &m.AvgPersonBytes},
+		{"avg_auction_bytes", spec.AvgAuctionBytes, &m.AvgAuctionBytes},
+		{"avg_bid_bytes", spec.AvgBidBytes, &m.AvgBidBytes},
+	} {
+		switch {
+		case f.v < 0:
+			return m, fmt.Errorf("nexmark.%s is %d, want ≥ 1 (0 is the default %d)", f.name, f.v, *f.dst)
+		case f.v > 0:
+			*f.dst = uint64(f.v)
+		}
+	}
+	return m, m.Validate()
 }
 
 // generator is one subtask of a generator source. Subtask i of p produces
@@ -147,16 +206,22 @@ type generator struct {
 	seedRn uint64 // mixed seed: record streams of nearby seeds are unrelated
 	key    []byte // reused per record: Batch.Add copies
 	value  []byte
+	nx     *nexmark.Generator // kind nexmark: built by Open
 }
 
 func newGenerator(cfg generatorConfig) *generator {
-	return &generator{cfg: cfg, seedRn: mix64(cfg.seed)}
+	return &generator{cfg: cfg, seedRn: seeded.Mix64(cfg.seed)}
 }
 
 func (g *generator) Open(ctx context.Context, info stream.TaskInfo) error {
 	subtask, parallelism, err := subtaskOf(info)
 	if err != nil {
 		return fmt.Errorf("open generator: %w", err)
+	}
+	if g.cfg.kind == jobspec.GeneratorNexmark && g.nx == nil {
+		if g.nx, err = nexmark.New(g.cfg.nexmark); err != nil {
+			return fmt.Errorf("open generator: %w: %v", ErrBadSpec, err)
+		}
 	}
 	g.next, g.step = uint64(subtask), uint64(parallelism)
 	if g.cfg.count > 0 {
@@ -305,6 +370,13 @@ func decodeGeneratorPosition(pos []byte) (next, step uint64, err error) {
 }
 
 func (g *generator) add(b *stream.Batch, n uint64) {
+	if g.nx != nil {
+		// Nexmark events have no key: its queries key_by their fields.
+		var ts int64
+		g.value, ts = g.nx.AppendJSON(g.value[:0], n)
+		b.Add(nil, g.value, ts)
+		return
+	}
 	r := g.recordRand(n)
 	if g.cfg.kind == jobspec.GeneratorSequence {
 		g.key = strconv.AppendUint(g.key[:0], n, 10)
@@ -314,13 +386,13 @@ func (g *generator) add(b *stream.Batch, n uint64) {
 		b.Add(g.key, g.value, g.eventTime(n, &r))
 		return
 	}
-	card := r.next() % g.cfg.cards
+	card := r.Next() % g.cfg.cards
 	country := g.homeCountry(card)
-	if r.next()%10000 < travelPer10k {
-		country = (country + 1 + r.next()%(uint64(len(countries))-1)) % uint64(len(countries))
+	if r.Next()%10000 < travelPer10k {
+		country = (country + 1 + r.Next()%(uint64(len(countries))-1)) % uint64(len(countries))
 	}
 	cents := amountCents(&r)
-	merchant := r.next() % merchantCount
+	merchant := r.Next() % merchantCount
 	ts := g.eventTime(n, &r)
 
 	g.key = append(g.key[:0], "card-"...)
@@ -344,57 +416,41 @@ func (g *generator) add(b *stream.Batch, n uint64) {
 // homeCountry is where a card is used almost always; a pure function of
 // (seed, card) so that every subtask agrees on it.
 func (g *generator) homeCountry(card uint64) uint64 {
-	return mix64(g.seedRn^(card*0xd6e8feb86659fd93)) % uint64(len(countries))
+	return seeded.Mix64(g.seedRn^(card*0xd6e8feb86659fd93)) % uint64(len(countries))
 }
 
 // amountCents draws an amount with a long tail: mostly everyday payments,
 // a few large ones for the fraud rules to look at.
-func amountCents(r *splitmix) uint64 {
-	switch u := r.next() % 1000; {
+func amountCents(r *seeded.Rand) uint64 {
+	switch u := r.Next() % 1000; {
 	case u < 900:
-		return 100 + r.next()%19_900 // 1.00 – 199.99
+		return 100 + r.Next()%19_900 // 1.00 – 199.99
 	case u < 990:
-		return 20_000 + r.next()%80_000 // 200.00 – 999.99
+		return 20_000 + r.Next()%80_000 // 200.00 – 999.99
 	default:
-		return 100_000 + r.next()%400_000 // 1000.00 – 4999.99
+		return 100_000 + r.Next()%400_000 // 1000.00 – 4999.99
 	}
 }
 
 // eventTime is Start + n×Interval, moved back by the disorder: up to
 // Disorder for most records, and by more than Disorder (up to 4×Disorder)
 // for the LateFraction that should arrive behind the watermark.
-func (g *generator) eventTime(n uint64, r *splitmix) int64 {
-	ts := addClamped(g.cfg.startMs, mulDivClamped(n, g.cfg.intervalNs, uint64(time.Millisecond)))
+func (g *generator) eventTime(n uint64, r *seeded.Rand) int64 {
+	ts := seeded.AddClamped(g.cfg.startMs, seeded.MulDivClamped(n, g.cfg.intervalNs, uint64(time.Millisecond)))
 	d := g.cfg.disorderMs
 	if d == 0 {
 		return ts
 	}
-	back := r.next() % (d + 1)
-	if g.cfg.lateFraction > 0 && float64(r.next()>>11)/(1<<53) < g.cfg.lateFraction {
-		back = d + 1 + r.next()%(3*d)
+	back := r.Next() % (d + 1)
+	if g.cfg.lateFraction > 0 && float64(r.Next()>>11)/(1<<53) < g.cfg.lateFraction {
+		back = d + 1 + r.Next()%(3*d)
 	}
 	return ts - int64(back)
 }
 
 // recordRand is the random stream of record n: seeded from (seed, n) only.
-func (g *generator) recordRand(n uint64) splitmix {
-	return splitmix{state: mix64(g.seedRn + n*0x9e3779b97f4a7c15)}
-}
-
-// splitmix is SplitMix64: tiny, fast and good enough for test data, and
-// trivially seekable, which is what makes records independent of one
-// another.
-type splitmix struct{ state uint64 }
-
-func (s *splitmix) next() uint64 {
-	s.state += 0x9e3779b97f4a7c15
-	return mix64(s.state)
-}
-
-func mix64(x uint64) uint64 {
-	x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9
-	x = (x ^ (x >> 27)) * 0x94d049bb133111eb
-	return x ^ (x >> 31)
+func (g *generator) recordRand(n uint64) seeded.Rand {
+	return seeded.At(g.seedRn, n)
 }
 
 // appendPadded appends n in decimal, zero padded to width digits.
@@ -405,25 +461,4 @@ func appendPadded(dst []byte, n uint64, width int) []byte {
 		dst = append(dst, '0')
 	}
 	return append(dst, digits...)
-}
-
-// mulDivClamped is a×b/c without intermediate overflow, clamped to
-// MaxInt64: an unbounded generator must not wrap around to negative times.
-func mulDivClamped(a, b, c uint64) int64 {
-	hi, lo := bits.Mul64(a, b)
-	if hi >= c {
-		return math.MaxInt64
-	}
-	q, _ := bits.Div64(hi, lo, c)
-	if q > math.MaxInt64 {
-		return math.MaxInt64
-	}
-	return int64(q)
-}
-
-func addClamped(a, b int64) int64 {
-	if b > 0 && a > math.MaxInt64-b {
-		return math.MaxInt64
-	}
-	return a + b
 }

@@ -180,12 +180,14 @@ type SinkSpec struct {
 const (
 	GeneratorSequence     = "sequence"
 	GeneratorTransactions = "transactions"
+	GeneratorNexmark      = "nexmark"
 )
 
 // GeneratorSpec configures the seeded data generator.
 type GeneratorSpec struct {
-	// Kind is "sequence" ({"seq": n}) or "transactions" (card, amount,
-	// country, merchant, ts).
+	// Kind is "sequence" ({"seq": n}), "transactions" (card, amount,
+	// country, merchant, ts) or "nexmark" (the Nexmark benchmark's person,
+	// auction and bid events).
 	Kind string `yaml:"kind"`
 	// Count is the number of records over all subtasks; 0 is unbounded.
 	Count int64 `yaml:"count"`
@@ -209,6 +211,34 @@ type GeneratorSpec struct {
 	// up to 4×Disorder, instead, so that some arrive later than a watermark
 	// allows. It needs a Disorder of at least 1ms.
 	LateFraction float64 `yaml:"late_fraction"`
+	// Nexmark tunes the Nexmark model (kind nexmark only); zero fields
+	// keep Nexmark's defaults.
+	Nexmark *NexmarkSpec `yaml:"nexmark"`
+}
+
+// NexmarkSpec is the Nexmark model's configuration (GeneratorConfig of
+// the Nexmark benchmark). Every field's zero value is Nexmark's default.
+type NexmarkSpec struct {
+	// Proportions of person, auction and bid events; default 1:3:46.
+	PersonProportion  int `yaml:"person_proportion"`
+	AuctionProportion int `yaml:"auction_proportion"`
+	BidProportion     int `yaml:"bid_proportion"`
+	// Hot ratios: a bid goes to the hot auction with probability
+	// 1 − 1/HotAuctionRatio (default 2), and likewise the hot bidder
+	// (default 4) and an auction's hot seller (default 4).
+	HotAuctionRatio int `yaml:"hot_auction_ratio"`
+	HotBiddersRatio int `yaml:"hot_bidders_ratio"`
+	HotSellersRatio int `yaml:"hot_sellers_ratio"`
+	// InFlightAuctions is how many of the newest auctions bids go to
+	// (default 100); ActivePeople how many of the newest people bid and
+	// sell (default 1000).
+	InFlightAuctions int `yaml:"in_flight_auctions"`
+	ActivePeople     int `yaml:"active_people"`
+	// Average event sizes in bytes, reached by padding the extra field;
+	// default 200, 500 and 100.
+	AvgPersonBytes  int `yaml:"avg_person_bytes"`
+	AvgAuctionBytes int `yaml:"avg_auction_bytes"`
+	AvgBidBytes     int `yaml:"avg_bid_bytes"`
 }
 
 // FileSourceSpec reads JSON lines.
