@@ -176,6 +176,8 @@ func (n *Node) Kind() string {
 		return "sink"
 	case n.Window != nil:
 		return "window"
+	case n.Join != nil:
+		return "join"
 	default:
 		return "wasm"
 	}
