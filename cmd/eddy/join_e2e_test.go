@@ -52,7 +52,9 @@ func TestRunJoins(t *testing.T) {
 	val := func(r rec, keyField string) string {
 		return fmt.Sprintf(`{"%s":"%s","ts":%d,"id":%d}`, keyField, r.key, r.ts, r.id)
 	}
-	pair := func(l, r rec) string { return fmt.Sprintf(`{"left":%s,"right":%s}`, val(l, "auction"), val(r, "id_key")) }
+	pair := func(l, r rec) string {
+		return fmt.Sprintf(`{"left":%s,"right":%s}`, val(l, "auction"), val(r, "id_key"))
+	}
 
 	tests := []struct {
 		name string
