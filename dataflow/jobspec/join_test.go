@@ -83,3 +83,30 @@ func TestParseJoinErrors(t *testing.T) {
 		})
 	}
 }
+
+// TestDiffJoin checks that an upgrade refuses a change of a join: its
+// bounds, or the order of its inputs (which decides the sides).
+func TestDiffJoin(t *testing.T) {
+	old, err := Parse([]byte(joinGood), "job.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, tc := range map[string]struct{ edited, want string }{
+		"bounds":  {strings.Replace(joinGood, "upper: 10s", "upper: 20s", 1), `node joined: its join changed`},
+		"swapped": {strings.Replace(joinGood, "input: [bids, auctions]", "input: [auctions, bids]", 1), `node joined: join inputs changed from bids, auctions to auctions, bids`},
+	} {
+		t.Run(name, func(t *testing.T) {
+			n, err := Parse([]byte(tc.edited), "job.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := Diff(old, n); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Diff error = %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+	same, _ := Parse([]byte(joinGood), "job.yaml")
+	if _, err := Diff(old, same); err != nil {
+		t.Fatalf("Diff of the same spec: %v", err)
+	}
+}
