@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -19,17 +19,13 @@ import (
 // sequence must publish exactly the reference's pairs.
 const joinChkJob = `name: chk
 parallelism: 2
-batch_size: 64
 state_backend: $BACKEND
+batch_size: 64
 nodes:
-  - name: txns
-    parallelism: 2
-    source: {generator: {kind: transactions, count: 20000, seed: 7, cards: 300, disorder: 2s, rate: $RATE}}
-    event_time: {max_out_of_orderness: 3s}
-  - name: payments
-    parallelism: 2
-    source: {generator: {kind: transactions, count: 10000, seed: 8, cards: 300, interval: 200ms, disorder: 2s, rate: $HALF}}
-    event_time: {max_out_of_orderness: 3s}
+  - {name: txns, parallelism: 2, event_time: {max_out_of_orderness: 3s},
+     source: {generator: {kind: transactions, count: 20000, seed: 7, cards: 300, disorder: 2s, rate: $RATE}}}
+  - {name: payments, parallelism: 2, event_time: {max_out_of_orderness: 3s},
+     source: {generator: {kind: transactions, count: 10000, seed: 8, cards: 300, interval: 200ms, disorder: 2s, rate: $HALF}}}
   - name: joined
     input: [txns, payments]
     join: {left_key: card, right_key: card, interval: {lower: -10s, upper: 10s, upper_inclusive: false}}
@@ -59,7 +55,7 @@ func joinedLines(t *testing.T, dir string) []string {
 			lines = append(lines, fileLines(t, filepath.Join(dir, name))...)
 		}
 	}
-	slices.Sort(lines)
+	sort.Strings(lines)
 	return lines
 }
 
