@@ -99,3 +99,37 @@ func TestCheckpointJoin(t *testing.T) {
 		})
 	}
 }
+
+// TestJoinLateRecordsCounted: the records a join drops as late are the
+// task's LateDropped (eddy_task_late_records_dropped_total), as a
+// window's are.
+func TestJoinLateRecordsCounted(t *testing.T) {
+	job := newChkJob(t, newEngine(t, host.DefaultConfig()), `name: late-join
+nodes:
+  - name: a
+    source: {generator: {kind: transactions, count: 2000, cards: 20, seed: 1, disorder: 2s, late_fraction: 0.2, interval: 10ms}}
+    event_time: {max_out_of_orderness: 1s}
+  - name: b
+    source: {generator: {kind: transactions, count: 2000, cards: 20, seed: 2, interval: 10ms}}
+    event_time: {max_out_of_orderness: 1s}
+  - name: j
+    input: [a, b]
+    join: {left_key: card, right_key: card, window: {tumbling: 1s}}
+  - name: out
+    input: j
+    sink: {discard: {}}
+`, "memory")
+	if _, err := job.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range job.TaskStats() {
+		if s.Node != "j" {
+			continue
+		}
+		if s.RecordsIn != 4000 || s.LateDropped == 0 || s.LateDropped >= 2000 {
+			t.Fatalf("join: %d records in, %d dropped as late; want 4000 in and some of a's 2000 late", s.RecordsIn, s.LateDropped)
+		}
+		return
+	}
+	t.Fatal("no task stats for the join")
+}
