@@ -368,21 +368,23 @@ func (n *Node) checkJoin(loc string) error {
 		return nil
 	}
 	w := j.Window
-	if w.Session != nil || w.Global != nil {
-		return errAt(loc, n.Line, "node %q: a window join takes a tumbling or sliding window (session and global are not supported)", n.Name)
+	if w.Global != nil {
+		return errAt(loc, n.Line, "node %q: a window join takes a tumbling, sliding or session window (global is not supported)", n.Name)
 	}
 	if w.AllowedLateness != 0 || w.LateOutput != "" {
 		return errAt(loc, n.Line, "node %q: a window join has no allowed_lateness or late_output (late records are dropped and counted)", n.Name)
 	}
 	kinds := 0
-	for _, set := range []bool{w.Tumbling != nil, w.Sliding != nil} {
+	for _, set := range []bool{w.Tumbling != nil, w.Sliding != nil, w.Session != nil} {
 		if set {
 			kinds++
 		}
 	}
 	switch {
 	case kinds != 1:
-		return errAt(loc, n.Line, "node %q: join.window must be exactly one of tumbling or sliding (it has %d)", n.Name, kinds)
+		return errAt(loc, n.Line, "node %q: join.window must be exactly one of tumbling, sliding or session (it has %d)", n.Name, kinds)
+	case w.Session != nil && w.Session.Gap.D().Milliseconds() < 1:
+		return errAt(loc, n.Line, "node %q: join.window session gap must be at least 1ms", n.Name)
 	case w.Tumbling != nil && w.Tumbling.D().Milliseconds() < 1:
 		return errAt(loc, n.Line, "node %q: join.window tumbling size must be at least 1ms", n.Name)
 	case w.Sliding != nil && (w.Sliding.Size.D().Milliseconds() < 1 || w.Sliding.Slide.D().Milliseconds() < 1):

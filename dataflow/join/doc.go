@@ -28,8 +28,11 @@
 // # Window join
 //
 // Each record goes into its tumbling or sliding windows (aligned to the
-// epoch, as the window operator's); when the watermark reaches a window's
-// end-1, every pair of a left and a right record of the key in it is
-// emitted, and the window's state is cleared. A record all of whose
-// windows have fired is late: dropped and counted.
+// epoch, as the window operator's), or into a session of its key: a
+// record at t opens [t, t+gap) and merges every session of the key it
+// overlaps or touches, whichever side their records came from. When the
+// watermark reaches a window's end-1, every pair of a left and a right
+// record of the key in it is emitted, and the window's state is cleared.
+// A record all of whose windows have fired (for sessions: whose merged
+// session has) is late: dropped and counted.
 package join

@@ -16,6 +16,13 @@ import (
 // loses the state of running jobs.
 var sideState = [2]string{"join_left", "join_right"}
 
+// Session window joins: the open sessions of a key, and its records by
+// (timestamp, side).
+const (
+	stateSessions = "join_sessions"
+	stateRecords  = "join_records"
+)
+
 // Input indexes of a join: the first input of the node is the left side.
 const (
 	Left  = 0
@@ -27,6 +34,7 @@ type kind uint8
 const (
 	intervalJoin kind = iota
 	windowJoin
+	sessionJoin
 )
 
 // errStop ends a state iteration early; it never leaves the package.
@@ -40,8 +48,9 @@ type Operator struct {
 	// Interval join: right records within [lower, upper] ms of a left
 	// record's timestamp join it (bounds already made inclusive).
 	lower, upper int64
-	// Window join: windows of size every slide ms.
-	size, slide int64
+	// Window join: windows of size every slide ms; sessions closed after
+	// gap ms without records.
+	size, slide, gap int64
 
 	store   state.Store
 	wm      int64
@@ -95,8 +104,13 @@ func New(_ *jobspec.Spec, n *jobspec.Node) (stream.Operator, error) {
 	case j.Window != nil && j.Window.Sliding != nil:
 		o.kind = windowJoin
 		o.size, o.slide = j.Window.Sliding.Size.D().Milliseconds(), j.Window.Sliding.Slide.D().Milliseconds()
+	case j.Window != nil && j.Window.Session != nil:
+		o.kind = sessionJoin
+		if o.gap = j.Window.Session.Gap.D().Milliseconds(); o.gap < 1 {
+			return nil, fmt.Errorf("node %s: join session gap %s is below 1ms", n.Name, j.Window.Session.Gap.D())
+		}
 	default:
-		return nil, fmt.Errorf("node %s: join needs an interval or a tumbling or sliding window", n.Name)
+		return nil, fmt.Errorf("node %s: join needs an interval or a tumbling, sliding or session window", n.Name)
 	}
 	if o.kind == windowJoin && (o.size < 1 || o.slide < 1 || o.slide > o.size) {
 		return nil, fmt.Errorf("node %s: join window of size %dms every %dms is not one (both at least 1ms, slide at most size)", n.Name, o.size, o.slide)
@@ -134,9 +148,12 @@ func (o *Operator) ProcessInput(_ context.Context, input int, in, out *stream.Ba
 			return fmt.Errorf("node %s: record with key %q has no event time, which joins need (set event_time on the source)", o.node, r.Key)
 		}
 		var err error
-		if o.kind == intervalJoin {
+		switch o.kind {
+		case intervalJoin:
 			err = o.addInterval(input, r, out)
-		} else {
+		case sessionJoin:
+			err = o.addSession(input, r)
+		default:
 			err = o.addWindow(input, r)
 		}
 		if err != nil {
@@ -254,6 +271,9 @@ func (o *Operator) fire(t state.Timer) error {
 			return fmt.Errorf("%w: join timer namespace of %d bytes", state.ErrCorrupt, len(t.Namespace))
 		}
 		return o.store.MapDelete(sideState[t.Namespace[0]], t.Key, nil, t.Namespace[1:])
+	}
+	if o.kind == sessionJoin {
+		return o.fireSession(t)
 	}
 	if len(t.Namespace) != 16 {
 		return fmt.Errorf("%w: join window namespace of %d bytes", state.ErrCorrupt, len(t.Namespace))

@@ -325,6 +325,9 @@ func TestWindowJoinModel(t *testing.T) {
 					if h.op.Dropped() != dropped {
 						t.Fatalf("seed %d: dropped %d, want %d", seed, h.op.Dropped(), dropped)
 					}
+					if len(want) == 0 || dropped == 0 {
+						t.Fatalf("seed %d: %d joined, %d late: the test does not exercise the join", seed, len(want), dropped)
+					}
 					if n := h.entries(); n != 0 {
 						t.Fatalf("seed %d: %d state entries left after the end of input", seed, n)
 					}
@@ -338,7 +341,7 @@ func TestWindowJoinModel(t *testing.T) {
 // store and operator, and checks that the whole output is that of an
 // uninterrupted run.
 func TestJoinRestore(t *testing.T) {
-	nodes := map[string]*jobspec.Node{"interval": intervalNode(-5, 10, true, false), "window": windowNode(10, 5)}
+	nodes := map[string]*jobspec.Node{"interval": intervalNode(-5, 10, true, false), "window": windowNode(10, 5), "session": sessionNode(4)}
 	for _, be := range backends {
 		for name, n := range nodes {
 			t.Run(be.name+"/"+name, func(t *testing.T) {
@@ -401,6 +404,94 @@ func TestJoinRefusals(t *testing.T) {
 	} {
 		if err == nil {
 			t.Errorf("%s: no error", name)
+		}
+	}
+}
+
+func sessionNode(gap int64) *jobspec.Node {
+	return &jobspec.Node{Name: "j", Input: jobspec.Inputs{"l", "r"}, Join: &jobspec.JoinSpec{LeftKey: "k", RightKey: "k",
+		Window: &jobspec.WindowSpec{Session: &jobspec.SessionSpec{Gap: ms(gap)}}}}
+}
+
+// sessionModel is the session window join on plain slices: per key, its
+// sessions with their records of both sides, merged as records arrive
+// and fired when the watermark reaches their end-1.
+func sessionModel(evs []event, gap int64) (out []string, dropped int64) {
+	type session struct {
+		start, end int64
+		sides      [2][]event
+	}
+	wm := int64(math.MinInt64)
+	open := map[string][]*session{}
+	fire := func() {
+		for key, ss := range open {
+			var kept []*session
+			for _, s := range ss {
+				if s.end-1 > wm {
+					kept = append(kept, s)
+					continue
+				}
+				for _, l := range s.sides[0] {
+					for _, r := range s.sides[1] {
+						out = append(out, fmt.Sprintf(`%s|%d|{"left":%s,"right":%s}`, key, s.end-1, l.value(), r.value()))
+					}
+				}
+			}
+			open[key] = kept
+		}
+	}
+	for _, e := range evs {
+		if e.side < 0 {
+			if e.ts > wm {
+				wm = e.ts
+				fire()
+			}
+			continue
+		}
+		m := &session{start: e.ts, end: e.ts + gap}
+		var rest []*session
+		for _, s := range open[e.key] {
+			if s.start <= m.end && m.start <= s.end {
+				m.start, m.end = min(m.start, s.start), max(m.end, s.end)
+				m.sides[0] = append(m.sides[0], s.sides[0]...)
+				m.sides[1] = append(m.sides[1], s.sides[1]...)
+				continue
+			}
+			rest = append(rest, s)
+		}
+		if m.end-1 <= wm {
+			dropped++
+			continue
+		}
+		m.sides[e.side] = append(m.sides[e.side], e)
+		open[e.key] = append(rest, m)
+	}
+	return out, dropped
+}
+
+func TestSessionJoinModel(t *testing.T) {
+	for _, be := range backends {
+		for _, gap := range []int64{1, 5, 12} {
+			t.Run(fmt.Sprintf("%s/gap=%d", be.name, gap), func(t *testing.T) {
+				b := be.open(t)
+				for seed := range uint64(6) {
+					rng := rand.New(rand.NewPCG(seed, 13))
+					evs := randomEvents(rng, 150)
+					h := newHarness(t, sessionNode(gap), openStore(t, b, fmt.Sprintf("%s-%d", t.Name(), seed)))
+					h.run(evs)
+					want, dropped := sessionModel(evs, gap)
+					sameMultiset(t, h.out, want)
+					if h.op.Dropped() != dropped {
+						t.Fatalf("seed %d: dropped %d, want %d", seed, h.op.Dropped(), dropped)
+					}
+					if len(want) == 0 {
+						t.Fatalf("seed %d: nothing joined: the test does not exercise the join", seed)
+					}
+					if n := h.entries(); n != 0 {
+						t.Fatalf("seed %d: %d state entries left after the end of input", seed, n)
+					}
+				}
+			})
 		}
 	}
 }
