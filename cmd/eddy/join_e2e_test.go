@@ -56,11 +56,40 @@ func TestRunJoins(t *testing.T) {
 		return fmt.Sprintf(`{"left":%s,"right":%s}`, val(l, "auction"), val(r, "id_key"))
 	}
 
+	// sessionOf is the session (its end) a record's timestamp falls in:
+	// per key, the timestamps of both sides in order, split where one is
+	// beyond the end (last+gap) of the session so far.
+	const gap = 100
+	sessionEnd := map[string]map[int64]int64{}
+	for _, key := range []string{"k0", "k1", "k2", "k3", "k4", "k5", "k6"} {
+		var tss []int64
+		for _, r := range append(slices.Clone(left), right...) {
+			if r.key == key {
+				tss = append(tss, r.ts)
+			}
+		}
+		slices.Sort(tss)
+		sessionEnd[key] = map[int64]int64{}
+		for i := 0; i < len(tss); {
+			j, end := i, tss[i]+gap
+			for j+1 < len(tss) && tss[j+1] <= end {
+				j++
+				end = max(end, tss[j]+gap)
+			}
+			for ; i <= j; i++ {
+				sessionEnd[key][tss[i]] = end
+			}
+		}
+	}
+
 	tests := []struct {
 		name string
 		join string
 		want func(l, r rec) bool
 	}{
+		{"session", fmt.Sprintf("window: {session: {gap: %dms}}", gap), func(l, r rec) bool {
+			return sessionEnd[l.key][l.ts] == sessionEnd[r.key][r.ts]
+		}},
 		{"interval", "interval: {lower: -100ms, upper: 200ms, upper_inclusive: false}", func(l, r rec) bool {
 			return l.ts-100 <= r.ts && r.ts < l.ts+200
 		}},
