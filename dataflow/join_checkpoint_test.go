@@ -100,6 +100,32 @@ func TestCheckpointJoin(t *testing.T) {
 	}
 }
 
+// TestJoinAcrossExchanges runs the join of TestCheckpointJoin over two
+// workers, every join subtask reading both inputs from a local and a
+// remote channel, with a crash and a restore: the input index must come
+// from the channel, however the channels are spread.
+func TestJoinAcrossExchanges(t *testing.T) {
+	engine := newEngine(t, host.DefaultConfig())
+	ref := t.TempDir()
+	if _, err := newChkJob(t, engine, joinChkText(ref, 0, "memory"), "memory").Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	want := joinedLines(t, ref)
+	e := newChkEnv(t, engine)
+	a, b := startWorker(t), startWorker(t)
+	for i, at := range []attempt{
+		{parallelism: 2, checkpoints: []int64{1500, 3000}, crashAt: 4500},
+		{parallelism: 2},
+	} {
+		text := joinChkText(e.out, chkRate, "memory")
+		e.playSplit(at, i, newChkJob(t, engine, text, "memory"), newChkJob(t, engine, text, "memory"), a, b)
+	}
+	if e.lastID() == 0 {
+		t.Fatal("no checkpoint completed: nothing was restored")
+	}
+	diff("joined", joinedLines(t, e.out), want, t)
+}
+
 // TestJoinLateRecordsCounted: the records a join drops as late are the
 // task's LateDropped (eddy_task_late_records_dropped_total), as a
 // window's are.
