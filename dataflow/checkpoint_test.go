@@ -505,26 +505,33 @@ func TestCheckpointAcrossExchanges(t *testing.T) {
 		{parallelism: 2, checkpoints: []int64{2000}, uncommitted: true, crashAt: 1},
 		{parallelism: 2, checkpoints: []int64{1500}},
 	} {
-		jobA, jobB := e.newJob(at.parallelism, chkRate), e.newJob(at.parallelism, chkRate)
-		da, db := split(t, jobA.Spec(), a, b, int64(i+1), func(i int, _ dataflow.TaskSpec) bool { return i%2 == 0 })
-		da.Checkpointing, db.Checkpointing = e.checkpointing(), e.checkpointing()
-		ctxA, cancelA := context.WithCancel(context.Background())
-		ctxB, cancelB := context.WithCancel(context.Background())
-		runA, err := jobA.StartDeployment(ctxA, da, a.ex)
-		if err != nil {
-			t.Fatal(err)
-		}
-		runB, err := jobB.StartDeployment(ctxB, db, b.ex)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Both jobs count the source records of their own tasks; the
-		// thresholds are per worker.
-		e.play(at, jobA, []*dataflow.Running{runA, runB}, []context.CancelFunc{cancelA, cancelB})
-		cancelA()
-		cancelB()
+		e.playSplit(at, i, e.newJob(at.parallelism, chkRate), e.newJob(at.parallelism, chkRate), a, b)
 	}
 	compareOutput(t, e.out, wantCounts, wantWindows)
+}
+
+// playSplit plays attempt i with the tasks of one job alternately on
+// worker a (as jobA) and worker b (as jobB).
+func (e *chkEnv) playSplit(at attempt, i int, jobA, jobB *dataflow.Job, a, b *testWorker) {
+	t := e.t
+	t.Helper()
+	da, db := split(t, jobA.Spec(), a, b, int64(i+1), func(i int, _ dataflow.TaskSpec) bool { return i%2 == 0 })
+	da.Checkpointing, db.Checkpointing = e.checkpointing(), e.checkpointing()
+	ctxA, cancelA := context.WithCancel(context.Background())
+	defer cancelA()
+	ctxB, cancelB := context.WithCancel(context.Background())
+	defer cancelB()
+	runA, err := jobA.StartDeployment(ctxA, da, a.ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runB, err := jobB.StartDeployment(ctxB, db, b.ex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Both jobs count the source records of their own tasks; the
+	// thresholds are per worker.
+	e.play(at, jobA, []*dataflow.Running{runA, runB}, []context.CancelFunc{cancelA, cancelB})
 }
 
 // TestRestoreErrors: a checkpoint that cannot be read fails the deployment

@@ -48,6 +48,9 @@ type chain struct {
 	// channels is the number of producers feeding each subtask's input
 	// queue; every one of them ends with an end-of-stream.
 	channels int
+	// inputOf is, for each channel, the index of the head's input it
+	// carries: what a two-input operator (a join) is told with each batch.
+	inputOf []int
 }
 
 // output is an edge from a vertex of one chain to the head of another.
@@ -61,6 +64,9 @@ type output struct {
 	// channelBase is the first channel index of this edge at the target's
 	// input queue; a sender adds its subtask on non-forward edges.
 	channelBase int
+	// keyBy is the field records are keyed by on a hashKey edge: the
+	// head's key_by, or a join's key for this input.
+	keyBy string
 }
 
 func (c *chain) head() *vertex { return c.vertices[0] }
@@ -123,7 +129,7 @@ func plan(spec *jobspec.Spec) ([]*vertex, []*chain, error) {
 	chainOf := map[*vertex]*chain{}
 	var chains []*chain
 	for _, v := range topoOrder(vs) {
-		if len(v.inputs) == 1 && v.node.KeyBy == "" {
+		if len(v.inputs) == 1 && !v.node.Keyed() {
 			e := v.inputs[0]
 			u := e.from
 			if e.port == "" && len(u.consumers[""]) == 1 && u.parallelism == v.parallelism && u.node.Sink == nil {
@@ -139,11 +145,11 @@ func plan(spec *jobspec.Spec) ([]*vertex, []*chain, error) {
 	}
 	for _, c := range chains {
 		head := c.head()
-		for _, e := range head.inputs {
+		for i, e := range head.inputs {
 			up := chainOf[e.from]
-			o := &output{from: e.from, port: e.port, producer: up, to: c, channelBase: c.channels}
+			o := &output{from: e.from, port: e.port, producer: up, to: c, channelBase: c.channels, keyBy: head.node.InputKey(i)}
 			switch {
-			case head.node.KeyBy != "":
+			case head.node.Keyed():
 				o.mode = hashKey
 			case e.from.parallelism == c.parallelism:
 				o.mode = forward
@@ -154,6 +160,9 @@ func plan(spec *jobspec.Spec) ([]*vertex, []*chain, error) {
 				c.channels++
 			} else {
 				c.channels += e.from.parallelism
+			}
+			for len(c.inputOf) < c.channels {
+				c.inputOf = append(c.inputOf, i)
 			}
 			up.outputs = append(up.outputs, o)
 		}

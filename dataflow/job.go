@@ -201,7 +201,7 @@ func NewJob(ctx context.Context, spec *jobspec.Spec, opts Options) (*Job, error)
 		log: opts.Logger.With("job", spec.Name)}
 	for _, v := range vs {
 		n := v.node
-		if n.KeyBy != "" && opts.StateBackends == nil {
+		if n.Keyed() && opts.StateBackends == nil {
 			return nil, fmt.Errorf("job %s: node %q is keyed but this process has no state backend", spec.Name, n.Name)
 		}
 		for _, w := range n.Modules() {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/eddy-stream/eddy/abi"
+	"github.com/eddy-stream/eddy/dataflow/join"
 	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/host"
 	"github.com/eddy-stream/eddy/state"
@@ -28,6 +29,8 @@ func (j *Job) newOperator(v *vertex) (stream.Operator, error) {
 			return &keyedWasmOperator{wasmOperator: w, timers: w.module.HasOnTimer()}, nil
 		}
 		return w, nil
+	case n.Join != nil:
+		return join.New(j.spec, n)
 	case n.Window != nil:
 		if j.opts.WindowOperator == nil {
 			return nil, fmt.Errorf("windows are not available in this build")

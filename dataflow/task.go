@@ -350,7 +350,7 @@ func (t *task) open(ctx context.Context) error {
 				setSwapSlot(op, slot)
 			}
 		}
-		if n.KeyBy != "" {
+		if n.Keyed() {
 			st, err := t.openState(v, &info)
 			if err != nil {
 				_ = op.Close()
@@ -696,7 +696,7 @@ func (t *task) runGate(ctx context.Context) error {
 		case msgBatch:
 			t.metrics.in.Add(int64(m.batch.Len()))
 			t.metrics.bytesIn.Add(payloadBytes(m.batch))
-			if err := t.push(ctx, m.batch, 0); err != nil {
+			if err := t.pushInput(ctx, m.batch, 0, t.chain.inputOf[m.channel]); err != nil {
 				return err
 			}
 			t.countLate()
@@ -899,6 +899,12 @@ func (t *task) emitFrom(ctx context.Context, k int, out *stream.Batch) error {
 // push runs b through stages[from:] and sends what comes out of the last
 // one downstream.
 func (t *task) push(ctx context.Context, b *stream.Batch, from int) error {
+	return t.pushInput(ctx, b, from, 0)
+}
+
+// pushInput is push of a batch that came in on input of the stage from,
+// which a two-input operator (a join) is told.
+func (t *task) pushInput(ctx context.Context, b *stream.Batch, from, input int) error {
 	for k := from; k < len(t.stages); k++ {
 		st := &t.stages[k]
 		st.v.stats.In.Add(int64(b.Len()))
@@ -907,7 +913,13 @@ func (t *task) push(ctx context.Context, b *stream.Batch, from int) error {
 			t.metrics.bytesOut.Add(payloadBytes(b))
 		}
 		st.out.Reset()
-		if err := st.op.Process(ctx, b, st.out); err != nil {
+		var err error
+		if two, ok := st.op.(stream.TwoInputOperator); ok && k == from {
+			err = two.ProcessInput(ctx, input, b, st.out)
+		} else {
+			err = st.op.Process(ctx, b, st.out)
+		}
+		if err != nil {
 			return fmt.Errorf("%s: %w", st.v.node.Name, err)
 		}
 		st.v.stats.Out.Add(int64(st.out.Len()))
@@ -997,7 +1009,7 @@ func (t *task) send(ctx context.Context, outs []*output, b *stream.Batch) error 
 // parts alias b's bytes (b is read-only now); the key becomes the record's
 // key, which is what keyed operators and state see.
 func (t *task) partition(o *output, b *stream.Batch) ([]*stream.Batch, error) {
-	keyBy := o.to.head().node.KeyBy
+	keyBy := o.keyBy
 	maxP := t.job.spec.MaxParallelism
 	parts := make([]*stream.Batch, o.to.parallelism)
 	field := []byte(keyBy)

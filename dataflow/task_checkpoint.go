@@ -227,7 +227,7 @@ func (t *task) capture(ctx context.Context, b *barrier, start time.Time) (_ *pen
 	k := 0
 	for _, v := range t.chain.vertices {
 		m.Nodes[v.node.Name] = checkpoint.NodeSnapshot{}
-		if v.node.KeyBy == "" {
+		if !v.node.Keyed() {
 			continue
 		}
 		c, err := stateSnapshots.capture(ctx, t.stores[k])
@@ -371,7 +371,7 @@ func (t *task) restoreWatermark() int64 {
 			if m.Subtask != t.subtask {
 				continue
 			}
-		case head.node.KeyBy != "":
+		case head.node.Keyed():
 			mine := state.KeyGroupRange(t.subtask, t.chain.parallelism, maxP)
 			theirs := state.KeyGroupRange(m.Subtask, m.Parallelism, maxP)
 			if theirs.Start >= mine.End || mine.Start >= theirs.End {

@@ -176,6 +176,8 @@ func (n *Node) Kind() string {
 		return "sink"
 	case n.Window != nil:
 		return "window"
+	case n.Join != nil:
+		return "join"
 	default:
 		return "wasm"
 	}
@@ -190,6 +192,10 @@ func diffTopology(o, n *Node) error {
 	if oi, ni := sortedInputs(o.Input), sortedInputs(n.Input); !slices.Equal(oi, ni) {
 		return refuse(adviceRestart, "node %s: input changed from %s to %s", n.Name, listOrNone(oi), listOrNone(ni))
 	}
+	if n.Join != nil && !slices.Equal(o.Input, n.Input) {
+		// A join's inputs are ordered: the first is the left side.
+		return refuse(adviceRestart, "node %s: join inputs changed from %s to %s", n.Name, listOrNone(o.Input), listOrNone(n.Input))
+	}
 	if o.KeyBy != n.KeyBy {
 		return refuse(adviceRestart, "node %s: key_by changed from %s to %s", n.Name, orNone(o.KeyBy), orNone(n.KeyBy))
 	}
@@ -201,6 +207,7 @@ func diffTopology(o, n *Node) error {
 		{"event_time", o.EventTime, n.EventTime},
 		{"sink", o.Sink, n.Sink},
 		{"window", o.Window, n.Window},
+		{"join", o.Join, n.Join},
 	}
 	for _, p := range parts {
 		if !reflect.DeepEqual(p.old, p.new) {

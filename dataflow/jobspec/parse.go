@@ -155,6 +155,7 @@ func fieldValue(m *yaml.Node, key string) *yaml.Node {
 var (
 	durationType  = reflect.TypeOf(Duration(0))
 	inputsType    = reflect.TypeOf(Inputs(nil))
+	signedType    = reflect.TypeOf(SignedDuration(0))
 	aggregateType = reflect.TypeOf(AggregateSpec{})
 )
 
@@ -169,7 +170,7 @@ func checkFields(loc string, n *yaml.Node, t reflect.Type, where string) error {
 		n = n.Alias
 	}
 	switch {
-	case t == durationType || t == inputsType:
+	case t == durationType || t == inputsType || t == signedType:
 		return nil // their UnmarshalYAML reports their own errors
 	case t == aggregateType && n.Kind != yaml.MappingNode:
 		return nil // "count" or [count, sum(amount)]: checked by validate
@@ -287,6 +288,26 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 		return fmt.Errorf("line %d: %q is not a duration (write e.g. \"500ms\", \"10s\", \"1m\")", n.Line, n.Value)
 	}
 	*d = Duration(v)
+	return nil
+}
+
+// UnmarshalYAML accepts what Duration does, with a leading minus sign.
+func (d *SignedDuration) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && strings.HasPrefix(n.Value, "-") {
+		c := *n
+		c.Value = n.Value[1:]
+		var v Duration
+		if err := v.UnmarshalYAML(&c); err != nil {
+			return fmt.Errorf("line %d: %q is not a duration (write e.g. \"-5s\", \"10s\")", n.Line, n.Value)
+		}
+		*d = SignedDuration(-v)
+		return nil
+	}
+	var v Duration
+	if err := v.UnmarshalYAML(n); err != nil {
+		return err
+	}
+	*d = SignedDuration(v)
 	return nil
 }
 

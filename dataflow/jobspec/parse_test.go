@@ -122,7 +122,7 @@ func TestParseErrors(t *testing.T) {
 		{"bad duration", "name: x\nbuffer_timeout: soon\nnodes: []\n", `job.yaml:2: "soon" is not a duration`},
 		{"unknown input", strings.Replace(good, "input: lines", "input: line", 1), `job.yaml:6: node "split": input "line" is not a node of this job (did you mean "lines"?)`},
 		{"duplicate name", strings.Replace(good, "name: out", "name: split", 1), `node name "split" is already used on line 6`},
-		{"two kinds", strings.Replace(good, "    sink: {file: {path: out.jsonl}}", "    sink: {file: {path: out.jsonl}}\n    wasm: {module: x.wasm}", 1), `node "out" must have exactly one of source, wasm, window or sink (it has 2)`},
+		{"two kinds", strings.Replace(good, "    sink: {file: {path: out.jsonl}}", "    sink: {file: {path: out.jsonl}}\n    wasm: {module: x.wasm}", 1), `node "out" must have exactly one of source, wasm, window, join or sink (it has 2)`},
 		{"dangling", strings.Replace(good, "input: [split]", "input: [lines]", 1), `node "split": its output goes nowhere`},
 		{"no name", strings.Replace(good, "name: words\n", "", 1), "the job has no name"},
 		{"no nodes", "name: x\n", "the job has no nodes"},

@@ -37,8 +37,8 @@ type Spec struct {
 	File string `yaml:"-"`
 }
 
-// Node is one vertex of the job graph: exactly one of Source, Wasm, Window
-// or Sink.
+// Node is one vertex of the job graph: exactly one of Source, Wasm, Window,
+// Join or Sink.
 type Node struct {
 	Name string `yaml:"name"`
 	// Input names the node(s) this one reads; several names are a union. A
@@ -57,6 +57,8 @@ type Node struct {
 	Window    *WindowSpec    `yaml:"window"`
 	Aggregate *AggregateSpec `yaml:"aggregate"`
 	Sink      *SinkSpec      `yaml:"sink"`
+	// Join is a built-in join of the node's two inputs.
+	Join *JoinSpec `yaml:"join"`
 
 	Line int `yaml:"-"` // line of the node in the spec file
 }
@@ -408,4 +410,50 @@ func (n *Node) Modules() []*WasmSpec {
 		}
 	}
 	return ms
+}
+
+// JoinSpec is a built-in join of a node's two inputs (input: [left,
+// right]), keyed by LeftKey on the first and RightKey on the second, with
+// exactly one of Interval or Window. A joined record's value is
+// {"left": <left value>, "right": <right value>}; its key is the join key.
+type JoinSpec struct {
+	// LeftKey and RightKey are a top-level JSON field (or record_key) of
+	// the left and of the right input's values.
+	LeftKey  string            `yaml:"left_key"`
+	RightKey string            `yaml:"right_key"`
+	Interval *IntervalJoinSpec `yaml:"interval"`
+	Window   *WindowSpec       `yaml:"window"`
+}
+
+// IntervalJoinSpec joins a left record at tl with every right record of
+// the same key at tr with tl+Lower ≤ tr ≤ tl+Upper (Flink's interval
+// join). Both bounds are inclusive unless set false.
+type IntervalJoinSpec struct {
+	Lower          SignedDuration `yaml:"lower"`
+	Upper          SignedDuration `yaml:"upper"`
+	LowerInclusive *bool          `yaml:"lower_inclusive"`
+	UpperInclusive *bool          `yaml:"upper_inclusive"`
+}
+
+// SignedDuration is a Duration that may be negative ("-5s"), for interval
+// join bounds.
+type SignedDuration Duration
+
+// D is the duration as a time.Duration.
+func (d SignedDuration) D() time.Duration { return time.Duration(d) }
+
+// Keyed reports whether the node partitions its input by key and keeps
+// keyed state: a key_by, or a join (keyed per input).
+func (n *Node) Keyed() bool { return n.KeyBy != "" || n.Join != nil }
+
+// InputKey is the key field input i of n is partitioned by: key_by, or a
+// join's left_key (input 0) or right_key (input 1).
+func (n *Node) InputKey(i int) string {
+	if n.Join == nil {
+		return n.KeyBy
+	}
+	if i == 0 {
+		return n.Join.LeftKey
+	}
+	return n.Join.RightKey
 }

@@ -129,13 +129,13 @@ func nearest(name string, byName map[string]*Node) string {
 
 func (n *Node) checkKind(loc string, checkpointing bool) error {
 	kinds := 0
-	for _, set := range []bool{n.Source != nil, n.Wasm != nil, n.Window != nil, n.Sink != nil} {
+	for _, set := range []bool{n.Source != nil, n.Wasm != nil, n.Window != nil, n.Sink != nil, n.Join != nil} {
 		if set {
 			kinds++
 		}
 	}
 	if kinds != 1 {
-		return errAt(loc, n.Line, "node %q must have exactly one of source, wasm, window or sink (it has %d)", n.Name, kinds)
+		return errAt(loc, n.Line, "node %q must have exactly one of source, wasm, window, join or sink (it has %d)", n.Name, kinds)
 	}
 	if n.EventTime != nil && n.Source == nil {
 		return errAt(loc, n.Line, "node %q: event_time belongs on a source node", n.Name)
@@ -160,6 +160,8 @@ func (n *Node) checkKind(loc string, checkpointing bool) error {
 			}
 		}
 		return oneOf(loc, n, "source", n.Source.Generator != nil, n.Source.File != nil, n.Source.Kafka != nil)
+	case n.Join != nil:
+		return n.checkJoin(loc)
 	case n.Window != nil:
 		if len(n.Input) == 0 {
 			return errAt(loc, n.Line, "node %q needs an input", n.Name)
@@ -331,6 +333,64 @@ func (n *Node) checkWindow(loc string) error {
 		if a.Wasm == nil {
 			return errAt(loc, n.Line, "node %q: aggregate name applies to a wasm aggregate only (built-ins are named after themselves, a window function emits its own records)", n.Name)
 		}
+	}
+	return nil
+}
+
+// checkJoin checks a join node: two inputs, a key for each, exactly one of
+// interval or window, and bounds that leave a non-empty interval.
+func (n *Node) checkJoin(loc string) error {
+	j := n.Join
+	switch {
+	case len(n.Input) != 2:
+		return errAt(loc, n.Line, "node %q: a join needs exactly two inputs, input: [left, right] (it has %d)", n.Name, len(n.Input))
+	case n.KeyBy != "":
+		return errAt(loc, n.Line, "node %q: a join is keyed by join.left_key and join.right_key, not key_by", n.Name)
+	case j.LeftKey == "" || j.RightKey == "":
+		return errAt(loc, n.Line, "node %q: a join needs join.left_key and join.right_key (a JSON field or record_key of each input)", n.Name)
+	case (j.Interval == nil) == (j.Window == nil):
+		return errAt(loc, n.Line, "node %q: join must have exactly one of interval or window", n.Name)
+	}
+	if iv := j.Interval; iv != nil {
+		lo, hi := iv.Lower.D().Milliseconds(), iv.Upper.D().Milliseconds()
+		if iv.LowerInclusive != nil && !*iv.LowerInclusive {
+			lo++
+		}
+		if iv.UpperInclusive != nil && !*iv.UpperInclusive {
+			hi--
+		}
+		if iv.Lower > iv.Upper {
+			return errAt(loc, n.Line, "node %q: join.interval lower %s is above upper %s", n.Name, iv.Lower.D(), iv.Upper.D())
+		}
+		if lo > hi {
+			return errAt(loc, n.Line, "node %q: join.interval from %s to %s without its exclusive bounds holds no millisecond", n.Name, iv.Lower.D(), iv.Upper.D())
+		}
+		return nil
+	}
+	w := j.Window
+	if w.Global != nil {
+		return errAt(loc, n.Line, "node %q: a window join takes a tumbling, sliding or session window (global is not supported)", n.Name)
+	}
+	if w.AllowedLateness != 0 || w.LateOutput != "" {
+		return errAt(loc, n.Line, "node %q: a window join has no allowed_lateness or late_output (late records are dropped and counted)", n.Name)
+	}
+	kinds := 0
+	for _, set := range []bool{w.Tumbling != nil, w.Sliding != nil, w.Session != nil} {
+		if set {
+			kinds++
+		}
+	}
+	switch {
+	case kinds != 1:
+		return errAt(loc, n.Line, "node %q: join.window must be exactly one of tumbling, sliding or session (it has %d)", n.Name, kinds)
+	case w.Session != nil && w.Session.Gap.D().Milliseconds() < 1:
+		return errAt(loc, n.Line, "node %q: join.window session gap must be at least 1ms", n.Name)
+	case w.Tumbling != nil && w.Tumbling.D().Milliseconds() < 1:
+		return errAt(loc, n.Line, "node %q: join.window tumbling size must be at least 1ms", n.Name)
+	case w.Sliding != nil && (w.Sliding.Size.D().Milliseconds() < 1 || w.Sliding.Slide.D().Milliseconds() < 1):
+		return errAt(loc, n.Line, "node %q: join.window sliding needs a size and slide of at least 1ms", n.Name)
+	case w.Sliding != nil && w.Sliding.Slide > w.Sliding.Size:
+		return errAt(loc, n.Line, "node %q: join.window sliding slide %s is larger than its size %s", n.Name, w.Sliding.Slide.D(), w.Sliding.Size.D())
 	}
 	return nil
 }

@@ -298,6 +298,16 @@ type Operator interface {
 	Close() error
 }
 
+// TwoInputOperator is implemented by operators with two inputs, such as
+// the built-in joins: the task hands each batch to ProcessInput with the
+// index of the input it came from (0 for the node's first input, 1 for
+// its second) and never calls Process. Watermarks of both inputs are
+// combined by min before ProcessWatermark, as for any operator.
+type TwoInputOperator interface {
+	Operator
+	ProcessInput(ctx context.Context, input int, in *Batch, out *Batch) error
+}
+
 // KeyGroupRange is the half-open range [Start, End) of key groups a
 // subtask owns (state.Range, in the contract's own type).
 type KeyGroupRange struct{ Start, End int }
