@@ -427,7 +427,7 @@ func (b *pebbleBatch) set(key, val []byte) error {
 	}
 	return b.b.Set(key, val, nil)
 }
-func (b *pebbleBatch) size() int                 { return b.b.Len() }
+func (b *pebbleBatch) size() int { return b.b.Len() }
 
 func (b *pebbleBatch) commit() error {
 	if b.err != nil {
