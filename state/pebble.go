@@ -238,6 +238,7 @@ func (e *pebbleEngine) get(key, dst []byte) ([]byte, bool, error) {
 		return e.dbGet(key, dst)
 	}
 	if en := c.entries[string(key)]; en != nil {
+		c.last = en
 		if en.absent {
 			return dst, false, nil
 		}

@@ -33,6 +33,7 @@ type valueCache struct {
 	budget    int64 // bytes of entries beyond which the cache is flushed and shrunk
 	kindAt    int   // offset of the kind byte in a key: len(scope prefix)+2
 	entries   map[string]*cacheEntry
+	last      *cacheEntry // the entry of the latest get or put: an update's put finds it without a lookup
 	dirty     []*cacheEntry
 	bytes     int64
 	evictions int // for tests
@@ -71,7 +72,10 @@ func (c *valueCache) spansNoValues(lo, hi []byte) bool {
 // put records the newest version of key, marking it dirty when it is not
 // yet in the database.
 func (c *valueCache) put(key, val []byte, absent, dirty bool) {
-	e := c.entries[string(key)]
+	e := c.last
+	if e == nil || e.key != string(key) {
+		e = c.entries[string(key)]
+	}
 	if e == nil {
 		e = &cacheEntry{key: string(key)}
 		c.entries[e.key] = e
@@ -80,6 +84,7 @@ func (c *valueCache) put(key, val []byte, absent, dirty bool) {
 	c.bytes += int64(len(val) - len(e.val))
 	e.val = append(e.val[:0], val...)
 	e.absent = absent
+	c.last = e
 	if dirty && !e.isDirty {
 		e.isDirty = true
 		c.dirty = append(c.dirty, e)
@@ -124,6 +129,7 @@ func (c *valueCache) shrink(db *pebble.DB) error {
 		return err
 	}
 	target := c.budget / 4 * 3
+	c.last = nil
 	for k, e := range c.entries {
 		if c.bytes <= target {
 			break
@@ -138,6 +144,7 @@ func (c *valueCache) shrink(db *pebble.DB) error {
 // drop forgets every entry, dirty ones included: callers flush first
 // unless the entries are meant to be discarded.
 func (c *valueCache) drop() {
+	c.last = nil
 	clear(c.entries)
 	clear(c.dirty)
 	c.dirty = c.dirty[:0]
@@ -157,5 +164,6 @@ func (c *valueCache) forget(db *pebble.DB, key []byte) error {
 	}
 	delete(c.entries, e.key)
 	c.bytes -= int64(len(e.key)+len(e.val)) + entryOverhead
+	c.last = nil
 	return nil
 }
