@@ -169,7 +169,7 @@ func OpenPebble(cfg PebbleConfig) (*Pebble, error) {
 func (p *Pebble) OpenTask(scope Scope, maxParallelism int, groups Range) (Store, error) {
 	eng := &pebbleEngine{p: p, db: p.db}
 	if p.cache > 0 {
-		eng.cache = newValueCache(p.cache, len(appendScope(nil, scope)))
+		eng.cache = newValueCache(p.cache, appendScope(nil, scope))
 	}
 	s, err := openStore(eng, &p.tasks, &p.down, p.now, scope, maxParallelism, groups)
 	if err != nil {
@@ -237,7 +237,7 @@ func (e *pebbleEngine) get(key, dst []byte) ([]byte, bool, error) {
 	if c == nil || !c.cacheable(key) {
 		return e.dbGet(key, dst)
 	}
-	if en := c.entries[string(key)]; en != nil {
+	if en := c.lookup(key); en != nil {
 		c.last = en
 		if en.absent {
 			return dst, false, nil

@@ -30,8 +30,10 @@ import (
 // which), so the range operations of maps and timers, whose spans hold no
 // value keys, need no flush.
 type valueCache struct {
-	budget    int64 // bytes of entries beyond which the cache is flushed and shrunk
-	kindAt    int   // offset of the kind byte in a key: len(scope prefix)+2
+	budget    int64  // bytes of entries beyond which the cache is flushed and shrunk
+	prefix    []byte // the task's scope prefix, left out of the map's keys
+	kindAt    int    // offset of the kind byte in a key: len(prefix)+2
+	scratch   []byte // a full key being written
 	entries   map[string]*cacheEntry
 	last      *cacheEntry // the entry of the latest get or put: an update's put finds it without a lookup
 	dirty     []*cacheEntry
@@ -43,7 +45,7 @@ type valueCache struct {
 // cacheEntry is one key's newest version. absent means there is no value
 // (a deletion not yet written, or a read that found nothing).
 type cacheEntry struct {
-	key     string
+	key     string // without the scope prefix, which all keys share: shorter to hash and compare
 	val     []byte
 	absent  bool
 	isDirty bool
@@ -53,8 +55,13 @@ type cacheEntry struct {
 // key, so that the budget bounds memory, not just payload.
 const entryOverhead = 96
 
-func newValueCache(budget int64, prefixLen int) *valueCache {
-	return &valueCache{budget: budget, kindAt: prefixLen + 2, entries: make(map[string]*cacheEntry)}
+func newValueCache(budget int64, prefix []byte) *valueCache {
+	return &valueCache{budget: budget, prefix: prefix, kindAt: len(prefix) + 2, entries: make(map[string]*cacheEntry)}
+}
+
+// lookup returns the entry of key (a cacheable one), or nil.
+func (c *valueCache) lookup(key []byte) *cacheEntry {
+	return c.entries[string(key[len(c.prefix):])]
 }
 
 // cacheable reports whether key is a value entry.
@@ -72,14 +79,15 @@ func (c *valueCache) spansNoValues(lo, hi []byte) bool {
 // put records the newest version of key, marking it dirty when it is not
 // yet in the database.
 func (c *valueCache) put(key, val []byte, absent, dirty bool) {
+	rel := key[len(c.prefix):]
 	e := c.last
-	if e == nil || e.key != string(key) {
-		e = c.entries[string(key)]
+	if e == nil || e.key != string(rel) {
+		e = c.entries[string(rel)]
 	}
 	if e == nil {
-		e = &cacheEntry{key: string(key)}
+		e = &cacheEntry{key: string(rel)}
 		c.entries[e.key] = e
-		c.bytes += int64(len(key)) + entryOverhead
+		c.bytes += int64(len(rel)) + entryOverhead
 	}
 	c.bytes += int64(len(val) - len(e.val))
 	e.val = append(e.val[:0], val...)
@@ -99,11 +107,12 @@ func (c *valueCache) flush(db *pebble.DB) error {
 	b := db.NewBatch()
 	defer b.Close()
 	for _, e := range c.dirty {
+		c.scratch = append(append(c.scratch[:0], c.prefix...), e.key...)
 		var err error
 		if e.absent {
-			err = b.Delete([]byte(e.key), nil)
+			err = b.Delete(c.scratch, nil)
 		} else {
-			err = b.Set([]byte(e.key), e.val, nil)
+			err = b.Set(c.scratch, e.val, nil)
 		}
 		if err != nil {
 			return fmt.Errorf("write cached values: %w", err)
@@ -153,7 +162,7 @@ func (c *valueCache) drop() {
 
 // forget removes key from the cache, writing it first if dirty.
 func (c *valueCache) forget(db *pebble.DB, key []byte) error {
-	e := c.entries[string(key)]
+	e := c.lookup(key)
 	if e == nil {
 		return nil
 	}
