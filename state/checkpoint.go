@@ -168,7 +168,7 @@ func CaptureSnapshot(ctx context.Context, st Store) (*SnapshotCapture, error) {
 	case ok:
 		what := fmt.Sprintf("state of %s key groups %s", s.scope, s.groups)
 		if pe, isPebble := s.eng.(*pebbleEngine); isPebble {
-			c, err = pe.p.capture(s)
+			c, err = pe.p.capture(s, pe)
 		} else {
 			c, err = captureFull(ctx, st, tempRoot(s))
 		}

@@ -38,7 +38,12 @@ func (p *Pebble) tempRoot() string { return filepath.Join(p.dir, tempDirName) }
 // other tasks and older versions come along; a restore opens the
 // checkpoint as a database and reads only the span, through Pebble, which
 // resolves versions, merges and deletions.
-func (p *Pebble) capture(s *store) (*SnapshotCapture, error) {
+func (p *Pebble) capture(s *store, e *pebbleEngine) (*SnapshotCapture, error) {
+	if e.cache != nil {
+		if err := e.cache.flush(p.db); err != nil {
+			return nil, err
+		}
+	}
 	if err := p.db.Flush(); err != nil {
 		return nil, fmt.Errorf("flush: %w", err)
 	}

@@ -25,6 +25,9 @@ type PebbleConfig struct {
 	// MemTableBytes is the size of one memtable: writes are buffered there
 	// before being flushed to a table file.
 	MemTableBytes int64
+	// ValueCacheBytes is the size of each task's write-back cache of value
+	// state (see valueCache); 0 disables it.
+	ValueCacheBytes int64
 	// Now is the clock of state TTL; nil means time.Now. Tests inject one.
 	Now func() time.Time
 	// Logger receives Pebble's own messages; nil means slog.Default().
@@ -38,6 +41,7 @@ func DefaultPebbleConfig(dir string) PebbleConfig {
 		Dir:             dir,
 		BlockCacheBytes: 256 << 20,
 		MemTableBytes:   64 << 20,
+		ValueCacheBytes: 16 << 20,
 	}
 }
 
@@ -51,6 +55,9 @@ func (c PebbleConfig) Validate() error {
 	}
 	if c.MemTableBytes < 1<<20 || c.MemTableBytes >= 4<<30 {
 		return fmt.Errorf("%w: pebble: memtable of %d bytes outside [1 MiB, 4 GiB)", ErrInvalid, c.MemTableBytes)
+	}
+	if c.ValueCacheBytes < 0 {
+		return fmt.Errorf("%w: pebble: value cache of %d bytes", ErrInvalid, c.ValueCacheBytes)
 	}
 	return nil
 }
@@ -68,6 +75,7 @@ type Pebble struct {
 	dir   string
 	lock  *pebble.Lock
 	now   func() time.Time
+	cache int64 // PebbleConfig.ValueCacheBytes
 	tasks taskSet
 	down  atomic.Bool
 	// digests remembers the sha256 of the database's immutable files, so
@@ -154,12 +162,16 @@ func OpenPebble(cfg PebbleConfig) (*Pebble, error) {
 	if now == nil {
 		now = time.Now
 	}
-	return &Pebble{db: db, dir: cfg.Dir, lock: lock, now: now}, nil
+	return &Pebble{db: db, dir: cfg.Dir, lock: lock, now: now, cache: cfg.ValueCacheBytes}, nil
 }
 
 // OpenTask implements Backend.
 func (p *Pebble) OpenTask(scope Scope, maxParallelism int, groups Range) (Store, error) {
-	s, err := openStore(&pebbleEngine{p: p, db: p.db}, &p.tasks, &p.down, p.now, scope, maxParallelism, groups)
+	eng := &pebbleEngine{p: p, db: p.db}
+	if p.cache > 0 {
+		eng.cache = newValueCache(p.cache, appendScope(nil, scope))
+	}
+	s, err := openStore(eng, &p.tasks, &p.down, p.now, scope, maxParallelism, groups)
 	if err != nil {
 		return nil, err
 	}
@@ -167,6 +179,9 @@ func (p *Pebble) OpenTask(scope Scope, maxParallelism int, groups Range) (Store,
 }
 
 func (e *pebbleEngine) size(lo, hi []byte) (int64, error) {
+	if err := e.flushFor(lo, hi); err != nil {
+		return 0, fmt.Errorf("state: estimate size: %w", err)
+	}
 	n, err := e.db.EstimateDiskUsage(lo, hi)
 	if err != nil {
 		return 0, fmt.Errorf("state: estimate size: %w", err)
@@ -208,8 +223,9 @@ func (p pebbleLogger) Fatalf(format string, args ...any) {
 
 // pebbleEngine is one Store's view of the shared database.
 type pebbleEngine struct {
-	p  *Pebble // for snapshots, which work on the database as a whole
-	db *pebble.DB
+	p     *Pebble // for snapshots, which work on the database as a whole
+	db    *pebble.DB
+	cache *valueCache // nil when disabled
 }
 
 // writeOpts: the WAL is disabled on the database, so there is nothing to
@@ -217,6 +233,27 @@ type pebbleEngine struct {
 var writeOpts = pebble.NoSync
 
 func (e *pebbleEngine) get(key, dst []byte) ([]byte, bool, error) {
+	c := e.cache
+	if c == nil || !c.cacheable(key) {
+		return e.dbGet(key, dst)
+	}
+	if en := c.lookup(key); en != nil {
+		c.last = en
+		if en.absent {
+			return dst, false, nil
+		}
+		return append(dst, en.val...), true, nil
+	}
+	n := len(dst)
+	out, ok, err := e.dbGet(key, dst)
+	if err != nil {
+		return dst, false, err
+	}
+	c.put(key, out[n:], !ok, false)
+	return out, ok, e.fit()
+}
+
+func (e *pebbleEngine) dbGet(key, dst []byte) ([]byte, bool, error) {
 	v, closer, err := e.db.Get(key)
 	if err != nil {
 		if errors.Is(err, pebble.ErrNotFound) {
@@ -228,14 +265,63 @@ func (e *pebbleEngine) get(key, dst []byte) ([]byte, bool, error) {
 	return dst, true, closer.Close()
 }
 
-func (e *pebbleEngine) set(key, val []byte) error   { return e.db.Set(key, val, writeOpts) }
-func (e *pebbleEngine) merge(key, val []byte) error { return e.db.Merge(key, val, writeOpts) }
-func (e *pebbleEngine) del(key []byte) error        { return e.db.Delete(key, writeOpts) }
+// fit shrinks the cache when it is over budget.
+func (e *pebbleEngine) fit() error {
+	if e.cache.bytes <= e.cache.budget {
+		return nil
+	}
+	return e.cache.shrink(e.db)
+}
+
+// flushFor writes the cache's dirty entries when [lo, hi) may hold value
+// keys, so that a range read or write of the database sees them.
+func (e *pebbleEngine) flushFor(lo, hi []byte) error {
+	if e.cache == nil || e.cache.spansNoValues(lo, hi) {
+		return nil
+	}
+	return e.cache.flush(e.db)
+}
+
+func (e *pebbleEngine) set(key, val []byte) error {
+	if c := e.cache; c != nil && c.cacheable(key) {
+		c.put(key, val, false, true)
+		return e.fit()
+	}
+	return e.db.Set(key, val, writeOpts)
+}
+
+func (e *pebbleEngine) merge(key, val []byte) error {
+	if c := e.cache; c != nil && c.cacheable(key) {
+		// Values are never merged; stay correct if one were.
+		if err := c.forget(e.db, key); err != nil {
+			return err
+		}
+	}
+	return e.db.Merge(key, val, writeOpts)
+}
+
+func (e *pebbleEngine) del(key []byte) error {
+	if c := e.cache; c != nil && c.cacheable(key) {
+		c.put(key, nil, true, true)
+		return e.fit()
+	}
+	return e.db.Delete(key, writeOpts)
+}
+
 func (e *pebbleEngine) delRange(lo, hi []byte) error {
+	if e.cache != nil && !e.cache.spansNoValues(lo, hi) {
+		if err := e.cache.flush(e.db); err != nil {
+			return err
+		}
+		e.cache.drop()
+	}
 	return e.db.DeleteRange(lo, hi, writeOpts)
 }
 
 func (e *pebbleEngine) first(lo, hi, dst []byte) ([]byte, bool, error) {
+	if err := e.flushFor(lo, hi); err != nil {
+		return dst, false, err
+	}
 	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return dst, false, err
@@ -250,6 +336,9 @@ func (e *pebbleEngine) first(lo, hi, dst []byte) ([]byte, bool, error) {
 // scan iterates a point-in-time view (a Pebble iterator pins one), so
 // writes made by fn are not seen.
 func (e *pebbleEngine) scan(lo, hi []byte, fn func(k, v []byte) error) error {
+	if err := e.flushFor(lo, hi); err != nil {
+		return err
+	}
 	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return err
@@ -269,6 +358,9 @@ func (e *pebbleEngine) scan(lo, hi []byte, fn func(k, v []byte) error) error {
 }
 
 func (e *pebbleEngine) iter(lo, hi []byte) (engineIter, error) {
+	if err := e.flushFor(lo, hi); err != nil {
+		return nil, err
+	}
 	it, err := e.db.NewIter(&pebble.IterOptions{LowerBound: lo, UpperBound: hi})
 	if err != nil {
 		return nil, err
@@ -296,18 +388,58 @@ func (i *pebbleIter) next(dst []byte) ([]byte, bool, error) {
 
 func (i *pebbleIter) close() error { return i.it.Close() }
 
-func (e *pebbleEngine) newBatch() batch { return &pebbleBatch{db: e.db, b: e.db.NewBatch()} }
-func (e *pebbleEngine) close()          {}
-
-type pebbleBatch struct {
-	db *pebble.DB
-	b  *pebble.Batch
+// newBatch starts a restore, whose entries go to the database directly:
+// the cache is written and emptied first, and again at each commit, so that
+// no cached version hides a restored one.
+func (e *pebbleEngine) newBatch() batch {
+	return &pebbleBatch{db: e.db, b: e.db.NewBatch(), cache: e.cache, err: e.flushCache()}
 }
 
-func (b *pebbleBatch) set(key, val []byte) error { return b.b.Set(key, val, nil) }
-func (b *pebbleBatch) size() int                 { return b.b.Len() }
+// flushCache writes the dirty entries and empties the cache.
+func (e *pebbleEngine) flushCache() error {
+	if e.cache == nil {
+		return nil
+	}
+	if err := e.cache.flush(e.db); err != nil {
+		return err
+	}
+	e.cache.drop()
+	return nil
+}
+
+// close drops the cache unwritten: the range is emptied when a task opens
+// it again, so nothing reads what it held.
+func (e *pebbleEngine) close() {
+	if e.cache != nil {
+		e.cache.drop()
+	}
+}
+
+type pebbleBatch struct {
+	db    *pebble.DB
+	b     *pebble.Batch
+	cache *valueCache
+	err   error // of writing the cache when the batch was made
+}
+
+func (b *pebbleBatch) set(key, val []byte) error {
+	if b.err != nil {
+		return b.err
+	}
+	return b.b.Set(key, val, nil)
+}
+func (b *pebbleBatch) size() int { return b.b.Len() }
 
 func (b *pebbleBatch) commit() error {
+	if b.err != nil {
+		return b.err
+	}
+	if b.cache != nil {
+		if err := b.cache.flush(b.db); err != nil {
+			return err
+		}
+		b.cache.drop()
+	}
 	if b.b.Empty() {
 		return nil
 	}

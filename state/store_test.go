@@ -54,6 +54,21 @@ var backendKinds = []backendKind{
 		t.Cleanup(func() { _ = b.Close() })
 		return b
 	}},
+	// A value cache of a few entries, so that every case also runs through
+	// its evictions and flushes.
+	{"pebble-tinycache", func(t testing.TB, now func() time.Time) Backend {
+		cfg := DefaultPebbleConfig(t.TempDir())
+		cfg.BlockCacheBytes = 8 << 20
+		cfg.MemTableBytes = 4 << 20
+		cfg.ValueCacheBytes = 1 << 10
+		cfg.Now = now
+		b, err := OpenPebble(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = b.Close() })
+		return b
+	}},
 }
 
 // env is what one behavioural case gets: a fresh backend with a fake clock.
