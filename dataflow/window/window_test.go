@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/eddy-stream/eddy/state/statetest"
+
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/dataflow/window"
@@ -22,30 +24,7 @@ type backend struct {
 	open func(t testing.TB) state.Backend
 }
 
-var backends = []backend{
-	{"memory", func(t testing.TB) state.Backend {
-		m, err := state.NewMemory(state.DefaultMemoryConfig())
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { m.Close() })
-		return m
-	}},
-	{"pebble", func(t testing.TB) state.Backend {
-		cfg := state.DefaultPebbleConfig(t.TempDir())
-		if _, bench := t.(*testing.B); !bench {
-			// Small tests: a small memtable flushes, so reads also go to
-			// table files, as with large state.
-			cfg.BlockCacheBytes, cfg.MemTableBytes = 8<<20, 4<<20
-		}
-		p, err := state.OpenPebble(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { p.Close() })
-		return p
-	}},
-}
+var backends = []backend{{"memory", statetest.Memory}, {"pebble", statetest.Pebble}}
 
 func ms(n int64) jobspec.Duration { return jobspec.Duration(time.Duration(n) * time.Millisecond) }
 
