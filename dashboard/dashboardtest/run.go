@@ -13,7 +13,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -55,13 +54,26 @@ type Options struct {
 	Timeout time.Duration
 }
 
-// Dir is dashboard/, found from this file.
+// Dir is dashboard/: the folder of that name in the module's root, the
+// nearest folder above the test's working directory that holds go.mod.
+// The source path runtime.Caller reports is no help: the Makefile builds
+// with -trimpath, which makes it the import path.
 func Dir(t testing.TB) string {
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("dashboardtest: no caller information")
+	t.Helper()
+	dir, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
 	}
-	return filepath.Dir(filepath.Dir(file))
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return filepath.Join(dir, "dashboard")
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			t.Fatal("dashboardtest: no go.mod above the test's directory")
+		}
+		dir = parent
+	}
 }
 
 // Require skips (or, under CI, fails) when the browser test cannot run.
