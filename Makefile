@@ -5,7 +5,7 @@ BIN     := bin/eddy
 PKGS    := ./...
 export GOFLAGS ?= -trimpath
 
-.PHONY: all build demo test test-race check udfs bench clean
+.PHONY: all build demo test test-race check udfs bench soak clean
 
 all: build
 
@@ -63,6 +63,15 @@ check:
 	@git diff --quiet -- udfs/build host/testdata || { echo "committed .wasm fixtures are stale: run make udfs and commit"; git status --short udfs/build host/testdata; exit 1; }
 	$(MAKE) proto-check
 	$(MAKE) dashboard-check
+
+## soak: a keyed window job with a Wasm aggregate and checkpoints on a
+## cluster of one coordinator and two workers, at 80% of the rate it
+## reaches unpaced, for SOAK_FOR (10m); prints each process's RSS, the p99
+## end-to-end latency and the checkpoint duration of the first and the
+## last minute (cmd/eddy BenchmarkSoak).
+SOAK_FOR ?= 10m
+soak:
+	EDDY_SOAK_FOR=$(SOAK_FOR) $(GO) test -run '^$$' -bench '^BenchmarkSoak$$' -benchtime 1x -timeout 60m ./cmd/eddy/
 
 ## udfs: rebuild the example operators (committed as test fixtures).
 udfs:

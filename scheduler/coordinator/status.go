@@ -1,6 +1,8 @@
 package coordinator
 
 import (
+	"strconv"
+	"strings"
 	"time"
 
 	eddyv1 "github.com/eddy-stream/eddy/proto/eddy/v1"
@@ -84,7 +86,7 @@ func jobStatus(j *fsm.Job, idx reportIndex, now time.Time) *eddyv1.JobStatusResp
 	resp := &eddyv1.JobStatusResponse{Job: jobSummary(j, idx)}
 	swapStatus(resp, j)
 	for _, task := range j.Tasks {
-		ts := &eddyv1.TaskStatus{TaskId: task, WorkerId: j.Deployment[task]}
+		ts := &eddyv1.TaskStatus{TaskId: task, WorkerId: j.Deployment[task], Subtask: subtaskOf(task)}
 		r := idx.tasks[taskKey{j.ID, j.Attempt, task}]
 		switch {
 		case j.Attempt > 0 && finished(j, task) || j.State == fsm.JobFinished:
@@ -111,3 +113,17 @@ func jobStatus(j *fsm.Job, idx reportIndex, now time.Time) *eddyv1.JobStatusResp
 }
 
 const maxCheckpointsShown = 10
+
+// subtaskOf is the parallel instance in a task id ("head[3]" is 3; see
+// dataflow's chain.taskID), 0 for an id without one.
+func subtaskOf(task string) uint32 {
+	open := strings.LastIndexByte(task, '[')
+	if open < 0 || !strings.HasSuffix(task, "]") {
+		return 0
+	}
+	n, err := strconv.ParseUint(task[open+1:len(task)-1], 10, 32)
+	if err != nil {
+		return 0
+	}
+	return uint32(n)
+}
