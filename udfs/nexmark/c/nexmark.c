@@ -1,0 +1,412 @@
+/*
+ * nexmark.c - the user logic of the Nexmark queries (examples/nexmark) as
+ * one C module; the node's config {"query": NAME, ...} picks the part:
+ *
+ *   stateless (any node):
+ *     bids, persons, auctions  the inner object of each event of that kind
+ *                              (others dropped), so that later nodes can
+ *                              key_by its fields; bids with key_window_ms
+ *                              set the record key to the start of the
+ *                              tumbling window of that size (q7)
+ *     q0   bids as {auction, bidder, price, dateTime, extra}
+ *     q1   q0 with the price in euros: price * 0.908, exact to 3 decimals
+ *     q2   {auction, price} of the bids whose auction % 123 == 0
+ *   keyed (key_by):
+ *     q5   keyed by window_end, reads a sliding window's counts per
+ *          auction: emits {auction, num, window_end} of the auctions with
+ *          the most bids of each window once the window is complete
+ *     q7   keyed by the key bids/key_window_ms set: emits the bids with the
+ *          highest price of each window_ms tumbling window when it ends
+ *     q8   keyed by a window join's key (person id): emits {id, name,
+ *          starttime} once per person and window_ms window
+ *     q12  keyed by bidder: counts bids per processing-time window of
+ *          window_ms, emits {bidder, bid_count, starttime, endtime}
+ *
+ * The Go reference in examples/nexmark computes the same from the events
+ * without Eddy; the native Go operators in udfs/nexmark/native are the
+ * same logic for `make bench-nexmark`. Change them together.
+ *
+ * clang --target=wasm32-wasi -mexec-model=reactor -O2 -I sdk/c -o nexmark-c.wasm \
+ *     udfs/nexmark/c/nexmark.c sdk/c/eddy.c sdk/c/eddy_keyed.c sdk/c/eddy_json.c
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "eddy.h"
+#include "eddy_json.h"
+#include "eddy_keyed.h"
+
+enum { Q_BIDS, Q_PERSONS, Q_AUCTIONS, Q0, Q1, Q2, Q5, Q7, Q8, Q12 };
+
+static const char *const names[] = {"bids", "persons", "auctions", "q0", "q1", "q2", "q5", "q7", "q8", "q12"};
+
+static int query = -1;
+static int64_t window_ms;     /* q7, q8, q12; bids with key_window_ms */
+static eddy_state st;         /* the keyed queries' one value state */
+static eddy_buf out, scratch; /* the output value; the state being built */
+
+static int lit_equal(eddy_json_span raw, const char *s) {
+    return eddy_json_equal(raw, (const uint8_t *)s, (uint32_t)strlen(s));
+}
+
+int eddy_op_open(const uint8_t *config, uint32_t len) {
+    eddy_json_iter it;
+    eddy_json_span key, value;
+    if (!eddy_json_objects(&it, config, len)) {
+        eddy_fail("nexmark: config is not a JSON object");
+        return 1;
+    }
+    for (;;) {
+        double d;
+        int s = eddy_json_next(&it, &key, &value);
+        if (s == EDDY_JSON_END) break;
+        if (s == EDDY_JSON_MALFORMED) {
+            eddy_fail("nexmark: config is not valid JSON");
+            return 1;
+        }
+        if (lit_equal(key, "query") && query < 0) {
+            for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
+                if (lit_equal(value, names[i])) query = i;
+            }
+            if (query < 0) {
+                eddy_fail("nexmark: config: query %.*s is not one of bids, persons, auctions, q0, q1, q2, q5, q7, q8, q12",
+                          (int)value.len, value.ptr);
+                return 1;
+            }
+        } else if ((lit_equal(key, "window_ms") || lit_equal(key, "key_window_ms")) && window_ms == 0) {
+            if (!eddy_json_number(value, &d) || d != trunc(d) || d < 1 || d > 9007199254740992.0) {
+                eddy_fail("nexmark: config: %.*s must be a whole number of milliseconds from 1 to 2^53",
+                          (int)key.len, key.ptr);
+                return 1;
+            }
+            window_ms = (int64_t)d;
+        } else {
+            eddy_fail("nexmark: config: unknown or repeated key %.*s", (int)key.len, key.ptr);
+            return 1;
+        }
+    }
+    if (query < 0) {
+        eddy_fail("nexmark: config: query is missing");
+        return 1;
+    }
+    if ((query == Q7 || query == Q8 || query == Q12) && window_ms == 0) {
+        eddy_fail("nexmark: config: %s needs window_ms", names[query]);
+        return 1;
+    }
+    if (query >= Q5) {
+        st = eddy_value_state(names[query], 0);
+        if (!st) return 1;
+    }
+    return 0;
+}
+
+/* ---- small writers ---- */
+
+static int put(eddy_buf *b, const void *p, uint32_t n) { return eddy_buf_append(b, p, n); }
+static int puts_(eddy_buf *b, const char *s) { return put(b, s, (uint32_t)strlen(s)); }
+
+static int put_int(eddy_buf *b, int64_t v) {
+    char tmp[24];
+    int n = 0;
+    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    do {
+        tmp[sizeof tmp - 1 - n++] = (char)('0' + u % 10);
+        u /= 10;
+    } while (u);
+    if (v < 0) tmp[sizeof tmp - 1 - n++] = '-';
+    return put(b, tmp + sizeof tmp - n, (uint32_t)n);
+}
+
+static int put_span(eddy_buf *b, eddy_json_span s) { return put(b, s.ptr, s.len); }
+
+/* A raw JSON number as an int64 (the model's ids, prices and times are
+ * integers below 2^53); 0 when it is not one. */
+static int as_int(eddy_json_span s, int64_t *v) {
+    double d;
+    if (s.ptr == NULL || eddy_json_kind_of(s) != EDDY_JSON_NUMBER || !eddy_json_number(s, &d) || d != trunc(d)) return 0;
+    *v = (int64_t)d;
+    return 1;
+}
+
+/* ---- the stateless queries ---- */
+
+/* The object under name in an event, or a NULL span. */
+static eddy_json_span inner(const eddy_record *r, const char *name) {
+    eddy_json_span v = {0, 0};
+    if (eddy_json_lookup(r->value, r->value_len, (const uint8_t *)name, (uint32_t)strlen(name), &v) != EDDY_JSON_FIELD ||
+        eddy_json_kind_of(v) != EDDY_JSON_OBJECT) {
+        v.ptr = NULL;
+    }
+    return v;
+}
+
+/* A bid's fields. */
+typedef struct bid {
+    eddy_json_span auction, bidder, price, date_time, extra;
+} bid;
+
+static int bid_fields(eddy_json_span obj, bid *b) {
+    eddy_json_iter it;
+    eddy_json_span key, v;
+    memset(b, 0, sizeof *b);
+    if (!eddy_json_objects(&it, obj.ptr, obj.len)) return 0;
+    for (;;) {
+        int s = eddy_json_next(&it, &key, &v);
+        if (s == EDDY_JSON_END) break;
+        if (s == EDDY_JSON_MALFORMED) return 0;
+        if (lit_equal(key, "auction")) b->auction = v;
+        else if (lit_equal(key, "bidder")) b->bidder = v;
+        else if (lit_equal(key, "price")) b->price = v;
+        else if (lit_equal(key, "dateTime")) b->date_time = v;
+        else if (lit_equal(key, "extra")) b->extra = v;
+    }
+    return b->auction.ptr && b->bidder.ptr && b->price.ptr && b->date_time.ptr && b->extra.ptr;
+}
+
+/* {auction, bidder, price, dateTime, extra}; price_milli >= 0 writes the
+ * price as price_milli / 1000 with three decimals. */
+static int put_bid(eddy_buf *b, const bid *x, int64_t price_milli) {
+    if (puts_(b, "{\"auction\":") || put_span(b, x->auction) || puts_(b, ",\"bidder\":") || put_span(b, x->bidder) ||
+        puts_(b, ",\"price\":"))
+        return 1;
+    if (price_milli < 0) {
+        if (put_span(b, x->price)) return 1;
+    } else {
+        char frac[4] = {(char)('0' + price_milli / 100 % 10), (char)('0' + price_milli / 10 % 10),
+                        (char)('0' + price_milli % 10), 0};
+        if (put_int(b, price_milli / 1000) || puts_(b, ".") || puts_(b, frac)) return 1;
+    }
+    return puts_(b, ",\"dateTime\":") || put_span(b, x->date_time) || puts_(b, ",\"extra\":") || put_span(b, x->extra) ||
+           puts_(b, "}");
+}
+
+static int emit_out(const eddy_record *r, const uint8_t *key, uint32_t key_len) {
+    return eddy_emit_kv(key, key_len, out.data, out.len, r->timestamp);
+}
+
+static int stateless(const eddy_record *r) {
+    eddy_json_span obj;
+    bid b;
+    int64_t auction, price;
+    out.len = 0;
+    switch (query) {
+    case Q_PERSONS:
+    case Q_AUCTIONS:
+        obj = inner(r, query == Q_PERSONS ? "person" : "auction");
+        return obj.ptr ? eddy_emit_kv(r->key, r->key_len, obj.ptr, obj.len, r->timestamp) : 0;
+    case Q_BIDS:
+        obj = inner(r, "bid");
+        if (!obj.ptr) return 0;
+        if (window_ms) {
+            int64_t start = r->timestamp - (r->timestamp % window_ms + window_ms) % window_ms;
+            if (put_int(&out, start)) return 1;
+            return eddy_emit_kv(out.data, out.len, obj.ptr, obj.len, r->timestamp);
+        }
+        return eddy_emit_kv(r->key, r->key_len, obj.ptr, obj.len, r->timestamp);
+    }
+    obj = inner(r, "bid");
+    if (!obj.ptr) return 0;
+    if (!bid_fields(obj, &b)) {
+        eddy_fail("nexmark: %s: a bid without auction, bidder, price, dateTime or extra", names[query]);
+        return 1;
+    }
+    switch (query) {
+    case Q0:
+        if (put_bid(&out, &b, -1)) return 1;
+        break;
+    case Q1:
+        if (!as_int(b.price, &price) || price < 0 || price > INT64_MAX / 908) {
+            eddy_fail("nexmark: q1: price %.*s is not a whole number of cents", (int)b.price.len, b.price.ptr);
+            return 1;
+        }
+        if (put_bid(&out, &b, price * 908)) return 1;
+        break;
+    case Q2:
+        if (!as_int(b.auction, &auction)) return 0;
+        if (auction % 123 != 0) return 0;
+        if (puts_(&out, "{\"auction\":") || put_span(&out, b.auction) || puts_(&out, ",\"price\":") ||
+            put_span(&out, b.price) || puts_(&out, "}"))
+            return 1;
+        break;
+    }
+    return emit_out(r, r->key, r->key_len);
+}
+
+/* ---- the keyed queries: state is [int64 a][int64 b][entries: uint32 len, bytes] ---- */
+
+static int64_t rd64(const uint8_t *p) {
+    uint64_t v = 0;
+    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
+    return (int64_t)v;
+}
+
+static void wr64(uint8_t *p, int64_t v) {
+    for (int i = 0; i < 8; i++) p[i] = (uint8_t)((uint64_t)v >> (8 * i));
+}
+
+static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+
+static int put_entry(eddy_buf *b, const uint8_t *p, uint32_t n) {
+    uint8_t l[4] = {(uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16), (uint8_t)(n >> 24)};
+    return put(b, l, 4) || put(b, p, n);
+}
+
+/* Reads the current key's state: *v its bytes (NULL, 0 when absent). */
+static int load(uint8_t **v, int32_t *n) {
+    *n = eddy_value_get(st, v);
+    if (*n == EDDY_ERROR) return 1;
+    if (*n == EDDY_ABSENT || *n < 16) *n = 0;
+    return 0;
+}
+
+/* A field of the object in value, or a NULL span. */
+static eddy_json_span field(const uint8_t *v, uint32_t n, const char *name) {
+    eddy_json_span s = {0, 0};
+    if (eddy_json_lookup(v, n, (const uint8_t *)name, (uint32_t)strlen(name), &s) != EDDY_JSON_FIELD) s.ptr = NULL;
+    return s;
+}
+
+static int bad(const char *what) {
+    eddy_fail("nexmark: %s: %s", names[query], what);
+    return 1;
+}
+
+/* Keeps a candidate (entry bytes e) of the current key with score x:
+ * state a = the highest score, entries = those that have it. On the first
+ * candidate of a key, sets an event-time timer at due. */
+static int keep_max(int64_t x, const uint8_t *e, uint32_t en, int64_t due) {
+    uint8_t *v;
+    int32_t n;
+    if (load(&v, &n)) return 1;
+    if (n && x < rd64(v)) return 0;
+    scratch.len = 0;
+    if (!eddy_buf_reserve(&scratch, 16)) return 1;
+    wr64(scratch.data, x);
+    wr64(scratch.data + 8, due);
+    scratch.len = 16;
+    if (n && x == rd64(v) && put(&scratch, v + 16, (uint32_t)n - 16)) return 1;
+    if (put_entry(&scratch, e, en)) return 1;
+    if (!n && eddy_timer_register(EDDY_EVENT_TIME, due)) return 1;
+    return eddy_value_put(st, scratch.data, scratch.len);
+}
+
+static int q5(const eddy_record *r) {
+    eddy_json_span key = field(r->value, r->value_len, "key"), count = field(r->value, r->value_len, "count"),
+                   end = field(r->value, r->value_len, "window_end");
+    int64_t c, e;
+    if (eddy_json_kind_of(key) != EDDY_JSON_STRING || !as_int(count, &c) || !as_int(end, &e))
+        return bad("input is not a window result with key, count and window_end");
+    /* The auction id is the window's key, a string holding the number. */
+    return keep_max(c, key.ptr + 1, key.len - 2, e - 1);
+}
+
+static int q7(const eddy_record *r) {
+    eddy_json_span p = field(r->value, r->value_len, "price");
+    int64_t price;
+    if (r->timestamp == EDDY_NO_TIMESTAMP) return bad("a bid without event time");
+    if (!as_int(p, &price)) return bad("a bid without a price");
+    int64_t start = r->timestamp - (r->timestamp % window_ms + window_ms) % window_ms;
+    return keep_max(price, r->value, r->value_len, start + window_ms - 1);
+}
+
+static int q8(const eddy_record *r) {
+    uint8_t *v, buf[16];
+    int32_t n;
+    eddy_json_span left = field(r->value, r->value_len, "left");
+    if (r->timestamp == EDDY_NO_TIMESTAMP) return bad("a joined record without event time");
+    if (eddy_json_kind_of(left) != EDDY_JSON_OBJECT) return bad("input is not a join result {left, right}");
+    if (load(&v, &n)) return 1;
+    if (n && rd64(v) >= r->timestamp) return 0; /* this person's window is out already */
+    eddy_json_span id = field(left.ptr, left.len, "id"), name = field(left.ptr, left.len, "name");
+    if (!id.ptr || !name.ptr) return bad("a person without id or name");
+    out.len = 0;
+    if (puts_(&out, "{\"id\":") || put_span(&out, id) || puts_(&out, ",\"name\":") || put_span(&out, name) ||
+        puts_(&out, ",\"starttime\":") || put_int(&out, r->timestamp + 1 - window_ms) || puts_(&out, "}"))
+        return 1;
+    wr64(buf, r->timestamp);
+    wr64(buf + 8, 0);
+    if (eddy_value_put(st, buf, 16)) return 1;
+    return emit_out(r, r->key, r->key_len);
+}
+
+/* q12's output for the current key: count bids in the window ending at end. */
+static int q12_emit(int64_t count, int64_t end, int64_t ts) {
+    uint32_t klen;
+    const uint8_t *k = eddy_current_key(&klen);
+    out.len = 0;
+    if (puts_(&out, "{\"bidder\":") || put(&out, k, klen) || puts_(&out, ",\"bid_count\":") || put_int(&out, count) ||
+        puts_(&out, ",\"starttime\":") || put_int(&out, end - window_ms) || puts_(&out, ",\"endtime\":") ||
+        put_int(&out, end) || puts_(&out, "}"))
+        return 1;
+    return eddy_emit_kv(k, klen, out.data, out.len, ts);
+}
+
+static int q12(const eddy_record *r) {
+    uint8_t *v, buf[16];
+    int32_t n;
+    int64_t now = eddy_processing_time(), count = 0, end;
+    if (load(&v, &n)) return 1;
+    if (n) {
+        count = rd64(v);
+        end = rd64(v + 8);
+        if (now >= end) { /* its timer is due but has not fired yet */
+            if (q12_emit(count, end, r->timestamp)) return 1;
+            count = 0;
+        }
+    }
+    if (count == 0) {
+        end = now - (now % window_ms + window_ms) % window_ms + window_ms;
+        if (eddy_timer_register(EDDY_PROCESSING_TIME, end)) return 1;
+        /* At the end of a bounded input the watermark reaches +inf and
+         * fires this; pending processing-time timers are dropped then. */
+        if (eddy_timer_register(EDDY_EVENT_TIME, INT64_MAX)) return 1;
+    }
+    wr64(buf, count + 1);
+    wr64(buf + 8, end);
+    return eddy_value_put(st, buf, 16);
+}
+
+int eddy_op_process(const eddy_record *r) {
+    switch (query) {
+    case Q5: return q5(r);
+    case Q7: return q7(r);
+    case Q8: return q8(r);
+    case Q12: return q12(r);
+    default: return stateless(r);
+    }
+}
+
+int eddy_op_timer(const eddy_timer *t) {
+    uint8_t *v;
+    int32_t n;
+    if (load(&v, &n)) return 1;
+    if (!n) return 0;
+    if (query == Q12) {
+        int64_t end = rd64(v + 8);
+        if (t->kind == EDDY_PROCESSING_TIME && t->timestamp != end) return 0; /* an older window's */
+        if (q12_emit(rd64(v), end, t->kind == EDDY_EVENT_TIME ? end - 1 : t->timestamp)) return 1;
+        return eddy_state_clear(st);
+    }
+    if (query == Q8) return 0;
+    /* q5, q7: the window is complete: emit the entries with the highest score. */
+    int64_t best = rd64(v);
+    for (uint32_t i = 16; i + 4 <= (uint32_t)n;) {
+        uint32_t en = rd32(v + i);
+        const uint8_t *e = v + i + 4;
+        i += 4 + en;
+        out.len = 0;
+        if (query == Q5) {
+            if (puts_(&out, "{\"auction\":") || put(&out, e, en) || puts_(&out, ",\"num\":") || put_int(&out, best) ||
+                puts_(&out, ",\"window_end\":") || put_int(&out, t->timestamp + 1) || puts_(&out, "}"))
+                return 1;
+        } else {
+            eddy_json_span obj = {e, en};
+            bid b;
+            if (!bid_fields(obj, &b)) return bad("a kept bid lost a field");
+            if (put_bid(&out, &b, -1)) return 1;
+        }
+        if (eddy_emit_kv(t->key, t->key_len, out.data, out.len, t->timestamp)) return 1;
+    }
+    return eddy_state_clear(st);
+}
