@@ -37,16 +37,22 @@ func engine(t *testing.T) *host.Engine {
 
 // TestQueries runs every query's spec as written (but for the number of
 // events, their spacing and disorder, and the sink) at parallelism 1 on
-// memory state and 3 on Pebble, and compares the output with the
-// reference computed from the same events without Eddy.
+// memory state and 3 on Pebble, and with the native Go operators of
+// `make bench-nexmark` in place of the Wasm module at 2, and compares the
+// output with the reference computed from the same events without Eddy.
 func TestQueries(t *testing.T) {
 	e := engine(t)
 	for _, q := range nexmark.Queries {
 		for _, run := range []struct {
 			p       int
 			backend string
-		}{{1, jobspec.BackendMemory}, {3, jobspec.BackendPebble}} {
-			t.Run(fmt.Sprintf("%s/p%d", q, run.p), func(t *testing.T) {
+			native  bool
+		}{{1, jobspec.BackendMemory, false}, {3, jobspec.BackendPebble, false}, {2, jobspec.BackendMemory, true}} {
+			name := fmt.Sprintf("%s/p%d", q, run.p)
+			if run.native {
+				name += "/native"
+			}
+			t.Run(name, func(t *testing.T) {
 				out := filepath.Join(t.TempDir(), q+".jsonl")
 				spec, err := nexmark.Load(".", q, testEvents, run.p, out)
 				if err != nil {
@@ -62,14 +68,20 @@ func TestQueries(t *testing.T) {
 				if run.backend == jobspec.BackendPebble {
 					backend = statetest.Pebble(t)
 				}
-				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-				defer cancel()
-				lines, err := nexmark.Run(ctx, spec, dataflow.Options{
+				opts := dataflow.Options{
 					Connectors:     connectors.Registry{},
 					Engine:         e,
 					StateBackends:  func(string) (state.Backend, error) { return backend, nil },
 					WindowOperator: window.New,
-				}, out)
+				}
+				if run.native {
+					if opts.NativeOperators, err = nexmark.Native(spec); err != nil {
+						t.Fatal(err)
+					}
+				}
+				ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+				defer cancel()
+				lines, err := nexmark.Run(ctx, spec, opts, out)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -83,7 +95,7 @@ func TestQueries(t *testing.T) {
 				if err := nexmark.Check(q, model, testEvents, lines); err != nil {
 					t.Fatal(err)
 				}
-				t.Logf("%s at parallelism %d: %d lines, as the reference", q, run.p, len(lines))
+				t.Logf("%s: %d lines, as the reference", name, len(lines))
 			})
 		}
 	}

@@ -3,12 +3,15 @@ package nexmark
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
+	"github.com/eddy-stream/eddy/dataflow/stream"
+	"github.com/eddy-stream/eddy/udfs/nexmark/native"
 )
 
 // Run runs spec (from Load, its sink writing to out) to its end with opts
@@ -48,4 +51,25 @@ func readLines(out string) ([][]byte, error) {
 		}
 	}
 	return lines, nil
+}
+
+// Native replaces every wasm node of spec with the same logic as a native
+// Go operator (udfs/nexmark/native), for dataflow.Options.NativeOperators:
+// the node's module becomes "native:<node>".
+func Native(spec *jobspec.Spec) (map[string]func() stream.Operator, error) {
+	ops := map[string]func() stream.Operator{}
+	for i := range spec.Nodes {
+		n := &spec.Nodes[i]
+		if n.Wasm == nil {
+			continue
+		}
+		cfg, err := native.ParseConfig(n.Wasm.Config)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: %w", n.Name, err)
+		}
+		ref := "native:" + n.Name
+		ops[ref] = func() stream.Operator { return native.New(cfg) }
+		n.Wasm = &jobspec.WasmSpec{Module: ref, Config: n.Wasm.Config, Line: n.Wasm.Line}
+	}
+	return ops, nil
 }
