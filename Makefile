@@ -5,7 +5,7 @@ BIN     := bin/eddy
 PKGS    := ./...
 export GOFLAGS ?= -trimpath
 
-.PHONY: all build demo test test-race check udfs bench soak clean
+.PHONY: all build demo test test-race check udfs bench bench-nexmark soak clean
 
 all: build
 
@@ -63,6 +63,13 @@ check:
 	@git diff --quiet -- udfs/build host/testdata || { echo "committed .wasm fixtures are stale: run make udfs and commit"; git status --short udfs/build host/testdata; exit 1; }
 	$(MAKE) proto-check
 	$(MAKE) dashboard-check
+
+## bench-nexmark: the Nexmark queries of examples/nexmark, each on
+## NEXMARK_EVENTS events, with the Wasm module and with native Go
+## operators: events/s per core of CPU time next to Flink 2.0's.
+NEXMARK_EVENTS ?= 2000000
+bench-nexmark:
+	$(GO) run ./cmd/eddy-bench -only nexmark -nexmark-events $(NEXMARK_EVENTS)
 
 ## soak: a keyed window job with a Wasm aggregate and checkpoints on a
 ## cluster of one coordinator and two workers, at 80% of the rate it

@@ -34,7 +34,9 @@ func main() {
 	runs := flag.Int("runs", 3, "runs per variant (the median is reported)")
 	root := flag.String("root", ".", "repository root (for udfs/build)")
 	latencyFor := flag.Duration("latency-for", 3*time.Second, "how long each latency run lasts")
-	only := flag.String("only", "", "run one part: pipeline, operator, latency, noisy or swap (default: all)")
+	only := flag.String("only", "", "run one part: pipeline, operator, latency, noisy, swap or nexmark (default: all)")
+	nexmarkEvents := flag.Int64("nexmark-events", 2_000_000, "events per Nexmark query run (nexmark part)")
+	nexmarkP := flag.Int("nexmark-parallelism", 2, "parallelism of the Nexmark jobs (nexmark part)")
 	swap := defaultSwapOptions()
 	flag.IntVar(&swap.Swaps, "swaps", swap.Swaps, "in-place swaps per state size (swap part)")
 	flag.IntVar(&swap.Resubmits, "resubmits", swap.Resubmits, "stop-with-savepoint + resubmit rounds with small state (swap part)")
@@ -74,6 +76,9 @@ func main() {
 			err = benchNoisy(*root, *records, *runs)
 		}
 		if err == nil {
+			err = benchNexmark(*root, *nexmarkEvents, *nexmarkP)
+		}
+		if err == nil {
 			err = benchSwap(*root, swap)
 		}
 	case "pipeline":
@@ -89,8 +94,10 @@ func main() {
 		err = benchNoisy(*root, *records, *runs)
 	case "swap":
 		err = benchSwap(*root, swap)
+	case "nexmark":
+		err = benchNexmark(*root, *nexmarkEvents, *nexmarkP)
 	default:
-		err = fmt.Errorf("-only %q: want pipeline, operator, latency, noisy or swap", *only)
+		err = fmt.Errorf("-only %q: want pipeline, operator, latency, noisy, swap or nexmark", *only)
 	}
 	if err != nil {
 		pprof.StopCPUProfile()

@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/eddy-stream/eddy/connectors"
+	"github.com/eddy-stream/eddy/dataflow"
+	"github.com/eddy-stream/eddy/dataflow/window"
+	"github.com/eddy-stream/eddy/examples/nexmark"
+	"github.com/eddy-stream/eddy/host"
+	"github.com/eddy-stream/eddy/state"
+)
+
+// flinkPerCore is Flink 2.0's Nexmark throughput per core (nexmark/nexmark
+// GUIDE_V2.md: 8 TaskManagers × 1 slot, RocksDB), events/s.
+var flinkPerCore = map[string]float64{
+	"q0": 379e3, "q1": 395e3, "q2": 414e3, "q3": 219e3, "q4": 28e3, "q5": 75e3,
+	"q7": 23e3, "q8": 162e3, "q11": 46e3, "q12": 194e3,
+}
+
+// benchNexmark runs each query of examples/nexmark on events events at
+// parallelism p, on Pebble state, into a discarding sink, once with the
+// Wasm module and once with the same logic as native Go operators, and
+// prints events per second of CPU time (user + system of this process,
+// which runs the whole job: Nexmark's measure, not wall time) next to
+// Flink's per-core figure.
+func benchNexmark(root string, events int64, p int) error {
+	ctx := context.Background()
+	cfg := host.DefaultConfig()
+	cache, err := os.MkdirTemp("", "eddy-bench-cache")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(cache)
+	cfg.CacheDir = cache
+	cfg.CallTimeout = time.Minute
+	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	engine, err := host.NewEngine(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer engine.Close(ctx)
+	dir := filepath.Join(root, "examples", "nexmark")
+	fmt.Printf("nexmark: %d events per query, parallelism %d, Pebble state, discarding sink; events/s per core = events / CPU seconds of the process\n", events, p)
+	fmt.Printf("%-5s %14s %14s %8s %12s %10s %10s %12s\n", "query", "wasm ev/s/core", "native", "wasm/nat", "Flink 2.0", "wasm/Flink", "wall s", "results")
+	for _, q := range nexmark.Queries {
+		var figures [2]float64
+		var wall time.Duration
+		var results int64
+		for variant := range 2 {
+			spec, err := nexmark.Load(dir, q, events, p, "")
+			if err != nil {
+				return err
+			}
+			opts := dataflow.Options{Connectors: connectors.Registry{}, Engine: engine, WindowOperator: window.New}
+			if variant == 1 {
+				if opts.NativeOperators, err = nexmark.Native(spec); err != nil {
+					return err
+				}
+			}
+			stateDir, err := os.MkdirTemp("", "eddy-bench-nexmark")
+			if err != nil {
+				return err
+			}
+			backend, err := state.OpenPebble(state.DefaultPebbleConfig(stateDir))
+			if err != nil {
+				return err
+			}
+			opts.StateBackends = func(string) (state.Backend, error) { return backend, nil }
+			job, err := dataflow.NewJob(ctx, spec, opts)
+			if err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+			cpu0, t0 := cpuTime(), time.Now()
+			stats, err := job.Run(ctx)
+			cpu, took := cpuTime()-cpu0, time.Since(t0)
+			backend.Close()
+			os.RemoveAll(stateDir)
+			if err != nil {
+				return fmt.Errorf("%s: %w", q, err)
+			}
+			figures[variant] = float64(events) / cpu.Seconds()
+			if variant == 0 {
+				wall = took
+				for _, s := range stats.Nodes {
+					if s.Kind == "sink" {
+						results += s.In
+					}
+				}
+			}
+		}
+		flink := flinkPerCore[q]
+		fmt.Printf("%-5s %14.0f %14.0f %8.2f %12.0f %10.2f %10.1f %12d\n", q, figures[0], figures[1], figures[0]/figures[1], flink, figures[0]/flink, wall.Seconds(), results)
+	}
+	return nil
+}
+
+// cpuTime is the user and system CPU time of this process so far.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
