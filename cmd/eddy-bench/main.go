@@ -37,6 +37,7 @@ func main() {
 	only := flag.String("only", "", "run one part: pipeline, operator, latency, noisy, swap or nexmark (default: all)")
 	nexmarkEvents := flag.Int64("nexmark-events", 2_000_000, "events per Nexmark query run (nexmark part)")
 	nexmarkP := flag.Int("nexmark-parallelism", 2, "parallelism of the Nexmark jobs (nexmark part)")
+	nexmarkQueries := flag.String("nexmark-queries", "", "comma-separated queries to run, e.g. q0,q5 (nexmark part; default all)")
 	swap := defaultSwapOptions()
 	flag.IntVar(&swap.Swaps, "swaps", swap.Swaps, "in-place swaps per state size (swap part)")
 	flag.IntVar(&swap.Resubmits, "resubmits", swap.Resubmits, "stop-with-savepoint + resubmit rounds with small state (swap part)")
@@ -76,7 +77,7 @@ func main() {
 			err = benchNoisy(*root, *records, *runs)
 		}
 		if err == nil {
-			err = benchNexmark(*root, *nexmarkEvents, *nexmarkP)
+			err = benchNexmark(*root, *nexmarkEvents, *nexmarkP, *nexmarkQueries)
 		}
 		if err == nil {
 			err = benchSwap(*root, swap)
@@ -95,7 +96,7 @@ func main() {
 	case "swap":
 		err = benchSwap(*root, swap)
 	case "nexmark":
-		err = benchNexmark(*root, *nexmarkEvents, *nexmarkP)
+		err = benchNexmark(*root, *nexmarkEvents, *nexmarkP, *nexmarkQueries)
 	default:
 		err = fmt.Errorf("-only %q: want pipeline, operator, latency, noisy, swap or nexmark", *only)
 	}

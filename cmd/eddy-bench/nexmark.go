@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -30,7 +32,7 @@ var flinkPerCore = map[string]float64{
 // prints events per second of CPU time (user + system of this process,
 // which runs the whole job: Nexmark's measure, not wall time) next to
 // Flink's per-core figure.
-func benchNexmark(root string, events int64, p int) error {
+func benchNexmark(root string, events int64, p int, only string) error {
 	ctx := context.Background()
 	cfg := host.DefaultConfig()
 	cache, err := os.MkdirTemp("", "eddy-bench-cache")
@@ -50,6 +52,9 @@ func benchNexmark(root string, events int64, p int) error {
 	fmt.Printf("nexmark: %d events per query, parallelism %d, Pebble state, discarding sink; events/s per core = events / CPU seconds of the process\n", events, p)
 	fmt.Printf("%-5s %14s %14s %8s %12s %10s %10s %12s\n", "query", "wasm ev/s/core", "native", "wasm/nat", "Flink 2.0", "wasm/Flink", "wall s", "results")
 	for _, q := range nexmark.Queries {
+		if only != "" && !slices.Contains(strings.Split(only, ","), q) {
+			continue
+		}
 		var figures [2]float64
 		var wall time.Duration
 		var results int64
