@@ -98,11 +98,33 @@ func skipSpace(b []byte, i int) int {
 	return i
 }
 
+// special8 is nonzero if one of the 8 bytes of x may be '"', '\\' or
+// below 0x20 (SWAR: (v - 0x01..) &^ v & 0x80.. flags a zero byte of v, and
+// (x - 0x20..) &^ x & 0x80.. a byte of x below 0x20; neither misses one,
+// and a false alarm sends stringEnd byte by byte, which decides).
+func special8(x uint64) uint64 {
+	const ones, highs = 0x0101010101010101, 0x8080808080808080
+	q, bs := x^(ones*'"'), x^(ones*'\\')
+	return ((x-ones*0x20)&^x | (q-ones)&^q | (bs-ones)&^bs) & highs
+}
+
+// load8 is the little-endian uint64 of b[0:8] (one load: the compiler
+// merges the bytes; encoding/binary would pull reflect into Go guests).
+func load8(b []byte) uint64 {
+	_ = b[7]
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
 // stringEnd returns the index after the string whose opening quote is at
 // b[i], or -1.
 func stringEnd(b []byte, i int) int {
 	i++
 	for i < len(b) {
+		if i+8 <= len(b) && special8(load8(b[i:i+8])) == 0 {
+			i += 8
+			continue
+		}
 		c := b[i]
 		switch {
 		case c == '"':

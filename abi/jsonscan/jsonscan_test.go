@@ -325,3 +325,21 @@ func depth(b []byte) int {
 	}
 	return n
 }
+
+// TestStringEndEveryOffset puts each byte that ends or breaks a string,
+// and some that do not, at every offset of strings around the 8-byte
+// steps of stringEnd: its verdict and end agree with encoding/json.
+func TestStringEndEveryOffset(t *testing.T) {
+	for _, c := range []byte{'"', '\\', 0x00, 0x1f, 0x20, 0x7f, 0x80, 0xff, '!', '#', '[', ']'} {
+		for n := 0; n < 24; n++ {
+			for at := 0; at < n; at++ {
+				s := []byte(strings.Repeat("a", n))
+				s[at] = c
+				doc := append(append([]byte(`["`), s...), `",1]`...)
+				if got, want := Valid(doc), json.Valid(doc); got != want {
+					t.Errorf("Valid(%q) = %v, encoding/json says %v", doc, got, want)
+				}
+			}
+		}
+	}
+}

@@ -36,11 +36,30 @@ static int64_t skip_space(const uint8_t *b, int64_t n, int64_t i) {
     return i;
 }
 
+/* Nonzero if one of the 8 bytes of x may be '"', '\\' or below 0x20
+ * (SWAR: (v - 0x01..) & ~v & 0x80.. flags a zero byte of v, and
+ * (x - 0x20..) & ~x & 0x80.. a byte of x below 0x20; neither misses one,
+ * and a false alarm sends the caller byte by byte, which decides). */
+static uint64_t special8(uint64_t x) {
+    const uint64_t ones = 0x0101010101010101ull, highs = 0x8080808080808080ull;
+    uint64_t q = x ^ (ones * '"'), bs = x ^ (ones * '\\');
+    return (((x - ones * 0x20) & ~x) | ((q - ones) & ~q) | ((bs - ones) & ~bs)) & highs;
+}
+
 /* Index after the string whose opening quote is at b[i], or -1. */
 static int64_t string_end(const uint8_t *b, int64_t n, int64_t i) {
     i++;
     while (i < n) {
-        uint8_t c = b[i];
+        uint8_t c;
+        if (i + 8 <= n) {
+            uint64_t x;
+            memcpy(&x, b + i, 8);
+            if (!special8(x)) {
+                i += 8;
+                continue;
+            }
+        }
+        c = b[i];
         if (c == '"') return i + 1;
         if (c == '\\') {
             if (i + 1 >= n) return -1;
