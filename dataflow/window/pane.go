@@ -106,17 +106,10 @@ func (o *Operator) addFixed(r *stream.Record, out *stream.Batch) (bool, error) {
 	if o.isLate(latest + o.size - 1) {
 		return false, nil
 	}
-	found, err := o.loadFixed(r.Key)
+	oldDue, found, err := o.beginKey(r.Key)
 	if err != nil {
 		return false, o.paneErr(r.Key, pane, err)
 	}
-	var oldDue int64
-	if found {
-		oldDue, _, _ = o.dueFixed()
-	}
-	// Windows the watermark passed fired before this record came, or
-	// refire emits them now.
-	o.next = max(o.next, o.firstUnfired())
 	p := o.paneAt(pane)
 	if err := p.acc.add(o.aggs, ts); err != nil {
 		return false, o.paneErr(r.Key, pane, err)
@@ -129,25 +122,46 @@ func (o *Operator) addFixed(r *stream.Record, out *stream.Batch) (bool, error) {
 	if err := o.refire(r.Key, pane, latest, out); err != nil {
 		return false, err
 	}
-	if err := o.storeFixed(r.Key); err != nil {
+	if err := o.endKey(r.Key, found, oldDue); err != nil {
 		return false, o.paneErr(r.Key, pane, err)
 	}
-	if due, _, _ := o.dueFixed(); !found || due != oldDue {
-		o.idx.add(r.Key, o.groupOf(r.Key), due)
-	}
 	return true, nil
+}
+
+// beginKey loads the panes of key before records are added to them, and
+// returns when the key was due.
+func (o *Operator) beginKey(key []byte) (oldDue int64, found bool, err error) {
+	if found, err = o.loadFixed(key); err != nil {
+		return 0, false, err
+	}
+	if found {
+		oldDue, _, _ = o.dueFixed()
+	}
+	// Windows the watermark passed fired before these records came, or
+	// refire emits them now.
+	o.next = max(o.next, o.firstUnfired())
+	return oldDue, found, nil
+}
+
+// endKey stores the panes of key once records were added, and puts the key
+// in the index when its due time changed.
+func (o *Operator) endKey(key []byte, found bool, oldDue int64) error {
+	if err := o.storeFixed(key); err != nil {
+		return err
+	}
+	if due, _, _ := o.dueFixed(); !found || due != oldDue {
+		o.idx.add(key, o.groupOf(key), due)
+	}
+	return nil
 }
 
 // paneAt returns the decoded pane starting at start, adding an empty one
 // in order when the key has none there. Records mostly go to the newest
 // pane, so the search starts at the end.
 func (o *Operator) paneAt(start int64) *fixedPane {
-	i := len(o.panes)
-	for i > 0 && o.panes[i-1].start >= start {
-		if o.panes[i-1].start == start {
-			return &o.panes[i-1]
-		}
-		i--
+	i, ok := o.paneIndex(start)
+	if ok {
+		return &o.panes[i]
 	}
 	n := len(o.panes)
 	o.growPanes(n + 1)
@@ -158,6 +172,19 @@ func (o *Operator) paneAt(start int64) *fixedPane {
 	p.start = start
 	p.acc.reset()
 	return p
+}
+
+// paneIndex returns the index of the decoded pane starting at start, or
+// where it would go.
+func (o *Operator) paneIndex(start int64) (int, bool) {
+	i := len(o.panes)
+	for i > 0 && o.panes[i-1].start >= start {
+		if o.panes[i-1].start == start {
+			return i - 1, true
+		}
+		i--
+	}
+	return i, false
 }
 
 // growPanes sets len(o.panes) to n, reusing the accumulators of panes

@@ -233,10 +233,13 @@ func (o *Operator) Open(ctx context.Context, info stream.TaskInfo) error {
 // Process adds each record to its windows. Results of windows that
 // already fired (late records within allowed lateness) go to out at once.
 func (o *Operator) Process(_ context.Context, in, out *stream.Batch) error {
+	if o.kind == fixedWindows && o.aggs.udf != nil {
+		return o.processFixedUDF(in, out)
+	}
 	for i := range in.Records {
 		r := &in.Records[i]
 		if r.Timestamp == stream.NoTimestamp {
-			return fmt.Errorf("node %s: record with key %q has no event time, which windows need (set event_time on the source)", o.node, r.Key)
+			return o.noEventTime(r)
 		}
 		o.aggs.read(r)
 		var (
@@ -255,14 +258,24 @@ func (o *Operator) Process(_ context.Context, in, out *stream.Batch) error {
 			return err
 		}
 		if !kept {
-			if o.late != "" {
-				out.Side(o.late).AddRecord(r)
-			} else {
-				o.dropped++
-			}
+			o.lateRecord(r, out)
 		}
 	}
 	return nil
+}
+
+func (o *Operator) noEventTime(r *stream.Record) error {
+	return fmt.Errorf("node %s: record with key %q has no event time, which windows need (set event_time on the source)", o.node, r.Key)
+}
+
+// lateRecord sends a record none of whose windows is kept to the late
+// output, or drops it.
+func (o *Operator) lateRecord(r *stream.Record, out *stream.Batch) {
+	if o.late != "" {
+		out.Side(o.late).AddRecord(r)
+	} else {
+		o.dropped++
+	}
 }
 
 // ProcessWatermark fires and cleans up the windows whose timers are due, in
