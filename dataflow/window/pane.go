@@ -155,6 +155,115 @@ func (o *Operator) endKey(key []byte, found bool, oldDue int64) error {
 	return nil
 }
 
+// pendingAdd is a record of the batch being processed, waiting to be
+// added with the other records of its key (processFixed).
+type pendingAdd struct {
+	rec  int // index in the batch
+	pane int64
+}
+
+// processFixed is Process for tumbling and sliding windows. It groups the
+// records of a batch by key, so that each key's panes are read and written
+// once, and with a Wasm aggregate by (key, pane), so that one eddy_agg_add
+// call adds them all; within a key and pane, records go in arrival order.
+// A record of a window that fired already (allowed lateness) is added on
+// its own, after those before it, since it fires the window again at once.
+func (o *Operator) processFixed(in, out *stream.Batch) error {
+	o.pending = o.pending[:0]
+	for i := range in.Records {
+		r := &in.Records[i]
+		if r.Timestamp == stream.NoTimestamp {
+			return o.noEventTime(r)
+		}
+		pane, latest := o.paneOf(r.Timestamp)
+		switch {
+		case o.isLate(latest + o.size - 1):
+			o.lateRecord(r, out)
+		case o.earliestOver(pane)+o.size-1 <= o.wm:
+			if err := o.flushFixed(in); err != nil {
+				return err
+			}
+			o.aggs.read(r)
+			if _, err := o.addFixed(r, out); err != nil {
+				return err
+			}
+		default:
+			o.pending = append(o.pending, pendingAdd{rec: i, pane: pane})
+		}
+	}
+	return o.flushFixed(in)
+}
+
+// flushFixed adds the pending records of batch in to their panes.
+func (o *Operator) flushFixed(in *stream.Batch) error {
+	if len(o.pending) == 0 {
+		return nil
+	}
+	o.sortIn = in
+	slices.SortStableFunc(o.pending, o.byKeyPane)
+	o.sortIn = nil
+	var res [][]byte // a Wasm aggregate's new accumulators, per (key, pane)
+	if o.aggs.udf != nil {
+		var err error
+		if res, err = o.addGroups(in); err != nil {
+			return err
+		}
+	}
+	for i := 0; i < len(o.pending); {
+		key := o.pendingKey(in, i)
+		oldDue, found, err := o.beginKey(key)
+		if err != nil {
+			return o.paneErr(key, o.pending[i].pane, err)
+		}
+		for i < len(o.pending) && bytes.Equal(o.pendingKey(in, i), key) {
+			pane := o.pending[i].pane
+			p := o.paneAt(pane)
+			for ; o.samePane(in, i, key, pane); i++ {
+				r := &in.Records[o.pending[i].rec]
+				if res != nil {
+					p.acc.note(r.Timestamp)
+					continue
+				}
+				o.aggs.read(r)
+				if err := p.acc.add(o.aggs, r.Timestamp); err != nil {
+					return o.paneErr(key, pane, err)
+				}
+				if o.aggs.apply != nil {
+					if err := o.addElem(key, o.elemsNS(pane)); err != nil {
+						return o.paneErr(key, pane, err)
+					}
+				}
+			}
+			if res != nil {
+				p.acc.blob, p.acc.hasBlob = append(p.acc.blob[:0], res[0]...), true
+				res = res[1:]
+			}
+		}
+		if err := o.endKey(key, found, oldDue); err != nil {
+			return o.paneErr(key, o.pending[i-1].pane, err)
+		}
+	}
+	o.pending = o.pending[:0]
+	return nil
+}
+
+func (o *Operator) pendingKey(in *stream.Batch, i int) []byte {
+	return in.Records[o.pending[i].rec].Key
+}
+
+// samePane reports whether pending record i is of key and pane.
+func (o *Operator) samePane(in *stream.Batch, i int, key []byte, pane int64) bool {
+	return i < len(o.pending) && o.pending[i].pane == pane && bytes.Equal(o.pendingKey(in, i), key)
+}
+
+// compareKeyPane orders pending records by key, then pane (sortIn's).
+func (o *Operator) compareKeyPane(a, b pendingAdd) int {
+	if c := bytes.Compare(o.sortIn.Records[a.rec].Key, o.sortIn.Records[b.rec].Key); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.pane, b.pane)
+}
+
 // paneAt returns the decoded pane starting at start, adding an empty one
 // in order when the key has none there. Records mostly go to the newest
 // pane, so the search starts at the end.

@@ -88,16 +88,12 @@ type udfAggregate struct {
 	one   [1]abi.Record // AggAdd's argument, without allocating
 	other [1][]byte
 
-	// The records of a batch waiting for one eddy_agg_add call, and its
-	// arguments (processFixedUDF).
-	pending   []pendingAdd
-	sortIn    *stream.Batch // the batch byKeyPane compares in
-	byKeyPane func(a, b pendingAdd) int
-	arena     []byte // the accumulators to start from, one after another
-	ends      []int  // their ends in arena
-	accs      [][]byte
-	counts    []int
-	recs      []abi.Record
+	// The arguments of the one eddy_agg_add call of a batch (addGroups).
+	arena  []byte // the accumulators to start from, one after another
+	ends   []int  // their ends in arena
+	accs   [][]byte
+	counts []int
+	recs   []abi.Record
 }
 
 func (u *udfAggregate) open(ctx context.Context, info stream.TaskInfo) error {
@@ -109,7 +105,6 @@ func (u *udfAggregate) open(ctx context.Context, info stream.TaskInfo) error {
 		return err
 	}
 	u.zero = append(u.zero[:0], zero...)
-	u.byKeyPane = u.compareKeyPane
 	return nil
 }
 
@@ -335,66 +330,21 @@ func (o *Operator) dropSessionElems(key []byte, start, end int64) error {
 	return nil
 }
 
-// pendingAdd is a record of the batch being processed whose pane a Wasm
-// aggregate adds it to with the others (processFixedUDF).
-type pendingAdd struct {
-	rec  int // index in the batch
-	pane int64
-}
-
-// processFixedUDF is Process for tumbling and sliding windows aggregated
-// by a Wasm module: the records of a batch are added with one eddy_agg_add
-// call, a group per (key, pane), in arrival order within each, and each
-// key's panes are read and written once. A record of a window that fired
-// already (allowed lateness) is added on its own, after those before it,
-// so that it fires again with them.
-func (o *Operator) processFixedUDF(in, out *stream.Batch) error {
+// addGroups adds the pending records of batch in, sorted by key and pane,
+// with one eddy_agg_add call: a group per (key, pane), starting from the
+// pane's accumulator. It returns the new accumulators in that order.
+func (o *Operator) addGroups(in *stream.Batch) ([][]byte, error) {
 	u := o.aggs.udf
-	u.pending = u.pending[:0]
-	for i := range in.Records {
-		r := &in.Records[i]
-		if r.Timestamp == stream.NoTimestamp {
-			return o.noEventTime(r)
-		}
-		pane, latest := o.paneOf(r.Timestamp)
-		switch {
-		case o.isLate(latest + o.size - 1):
-			o.lateRecord(r, out)
-		case o.earliestOver(pane)+o.size-1 <= o.wm:
-			if err := o.flushUDF(in); err != nil {
-				return err
-			}
-			o.aggs.read(r)
-			if _, err := o.addFixed(r, out); err != nil {
-				return err
-			}
-		default:
-			u.pending = append(u.pending, pendingAdd{rec: i, pane: pane})
-		}
-	}
-	return o.flushUDF(in)
-}
-
-// flushUDF adds the pending records of batch in to their panes.
-func (o *Operator) flushUDF(in *stream.Batch) error {
-	u := o.aggs.udf
-	if len(u.pending) == 0 {
-		return nil
-	}
-	u.sortIn = in
-	slices.SortStableFunc(u.pending, u.byKeyPane)
-	u.sortIn = nil
-	key := func(i int) []byte { return in.Records[u.pending[i].rec].Key }
-	// The accumulators to start from, one per (key, pane).
 	u.arena, u.ends, u.counts, u.recs = u.arena[:0], u.ends[:0], u.counts[:0], u.recs[:0]
-	for i := 0; i < len(u.pending); {
-		if _, err := o.loadFixed(key(i)); err != nil {
-			return o.paneErr(key(i), u.pending[i].pane, err)
+	for i := 0; i < len(o.pending); {
+		key := o.pendingKey(in, i)
+		if _, err := o.loadFixed(key); err != nil {
+			return nil, o.paneErr(key, o.pending[i].pane, err)
 		}
-		for j := i; i < len(u.pending) && bytes.Equal(key(i), key(j)); {
-			pane, n := u.pending[i].pane, 0
-			for ; i < len(u.pending) && u.pending[i].pane == pane && bytes.Equal(key(i), key(j)); i++ {
-				u.recs = append(u.recs, in.Records[u.pending[i].rec])
+		for i < len(o.pending) && bytes.Equal(o.pendingKey(in, i), key) {
+			pane, n := o.pending[i].pane, 0
+			for ; o.samePane(in, i, key, pane); i++ {
+				u.recs = append(u.recs, in.Records[o.pending[i].rec])
 				n++
 			}
 			acc := u.zero
@@ -415,36 +365,7 @@ func (o *Operator) flushUDF(in *stream.Batch) error {
 	res, err := u.inst.AggAddGroups(u.accs, u.counts, u.recs)
 	clear(u.recs)
 	if err != nil {
-		return fmt.Errorf("node %s: add %d records to %d panes: %w", o.node, len(u.pending), len(u.counts), udfError{err})
+		return nil, fmt.Errorf("node %s: add %d records to %d panes: %w", o.node, len(o.pending), len(u.counts), udfError{err})
 	}
-	g := 0
-	for i := 0; i < len(u.pending); {
-		k := key(i)
-		oldDue, found, err := o.beginKey(k)
-		if err != nil {
-			return o.paneErr(k, u.pending[i].pane, err)
-		}
-		for i < len(u.pending) && bytes.Equal(key(i), k) {
-			pane := u.pending[i].pane
-			p := o.paneAt(pane)
-			for ; i < len(u.pending) && u.pending[i].pane == pane && bytes.Equal(key(i), k); i++ {
-				p.acc.note(in.Records[u.pending[i].rec].Timestamp)
-			}
-			p.acc.blob, p.acc.hasBlob = append(p.acc.blob[:0], res[g]...), true
-			g++
-		}
-		if err := o.endKey(k, found, oldDue); err != nil {
-			return o.paneErr(k, u.pending[i-1].pane, err)
-		}
-	}
-	u.pending = u.pending[:0]
-	return nil
-}
-
-// compareKeyPane orders pending records by key, then pane (sortIn's).
-func (u *udfAggregate) compareKeyPane(a, b pendingAdd) int {
-	if c := bytes.Compare(u.sortIn.Records[a.rec].Key, u.sortIn.Records[b.rec].Key); c != 0 {
-		return c
-	}
-	return cmp.Compare(a.pane, b.pane)
+	return res, nil
 }

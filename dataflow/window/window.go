@@ -64,11 +64,13 @@ type Operator struct {
 
 	// Scratch reused across records and timers: the per-record path must
 	// not allocate.
-	acc        accum       // the record's session, or the global window
-	win        accum       // a window merged from its panes
-	panes      []fixedPane // the panes of a key of fixed windows, in order
-	next       int64       // and the start of its earliest window not fired
-	dropped0   []fixedPane // panes being dropped
+	acc        accum         // the record's session, or the global window
+	win        accum         // a window merged from its panes
+	panes      []fixedPane   // the panes of a key of fixed windows, in order
+	next       int64         // and the start of its earliest window not fired
+	dropped0   []fixedPane   // panes being dropped
+	pending    []pendingAdd  // records of the batch grouped by key
+	sortIn     *stream.Batch // the batch byKeyPane compares in
 	ns         [16]byte
 	paneKeyBuf [8]byte
 	val        []byte // state read buffer
@@ -80,7 +82,8 @@ type Operator struct {
 	out *stream.Batch // where timers emit, during ProcessWatermark
 	// onTimer is o.fire, bound once: a method value taken at each use
 	// would allocate.
-	onTimer func(state.Timer) error
+	onTimer   func(state.Timer) error
+	byKeyPane func(a, b pendingAdd) int
 }
 
 // session is one open session of a key with its accumulator.
@@ -165,6 +168,7 @@ func New(spec *jobspec.Spec, n *jobspec.Node, modules map[string]*host.Module) (
 	slots := make([]slot, 2*k)
 	o.acc.slots, o.win.slots = slots[:k:k], slots[k:]
 	o.onTimer = o.fire
+	o.byKeyPane = o.compareKeyPane
 	return o, nil
 }
 
@@ -233,8 +237,8 @@ func (o *Operator) Open(ctx context.Context, info stream.TaskInfo) error {
 // Process adds each record to its windows. Results of windows that
 // already fired (late records within allowed lateness) go to out at once.
 func (o *Operator) Process(_ context.Context, in, out *stream.Batch) error {
-	if o.kind == fixedWindows && o.aggs.udf != nil {
-		return o.processFixedUDF(in, out)
+	if o.kind == fixedWindows {
+		return o.processFixed(in, out)
 	}
 	for i := range in.Records {
 		r := &in.Records[i]
@@ -247,8 +251,6 @@ func (o *Operator) Process(_ context.Context, in, out *stream.Batch) error {
 			err  error
 		)
 		switch o.kind {
-		case fixedWindows:
-			kept, err = o.addFixed(r, out)
 		case sessionWindows:
 			kept, err = o.addSession(r, out)
 		default:
