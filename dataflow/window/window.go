@@ -17,8 +17,9 @@ import (
 
 // State names, part of the savepoint format of window nodes: renaming one
 // loses the state of running jobs. Tumbling and sliding windows kept a
-// value per window under "acc" before they kept panes; their panes have a
-// name of their own so that such a value is never read as a pane.
+// value per window under "acc", then a map entry per pane under "pane",
+// before they kept a key's panes as one value; each layout has a name of
+// its own so that an older one is never read as the newer.
 const (
 	stateAcc      = "acc"      // value per key: global windows
 	stateFixed    = "panes"    // value per key, all its panes: tumbling and sliding windows
