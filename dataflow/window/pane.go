@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"slices"
 
@@ -158,7 +159,8 @@ func (o *Operator) endKey(key []byte, found bool, oldDue int64) error {
 // pendingAdd is a record of the batch being processed, waiting to be
 // added with the other records of its key (processFixed).
 type pendingAdd struct {
-	rec  int // index in the batch
+	hash uint64 // of the key, which sorts before its bytes
+	rec  int    // index in the batch
 	pane int64
 }
 
@@ -188,7 +190,7 @@ func (o *Operator) processFixed(in, out *stream.Batch) error {
 				return err
 			}
 		default:
-			o.pending = append(o.pending, pendingAdd{rec: i, pane: pane})
+			o.pending = append(o.pending, pendingAdd{hash: maphash.Bytes(o.seed, r.Key), rec: i, pane: pane})
 		}
 	}
 	return o.flushFixed(in)
@@ -200,7 +202,7 @@ func (o *Operator) flushFixed(in *stream.Batch) error {
 		return nil
 	}
 	o.sortIn = in
-	slices.SortStableFunc(o.pending, o.byKeyPane)
+	slices.SortFunc(o.pending, o.byKeyPane)
 	o.sortIn = nil
 	var res [][]byte // a Wasm aggregate's new accumulators, per (key, pane)
 	if o.aggs.udf != nil {
@@ -256,12 +258,21 @@ func (o *Operator) samePane(in *stream.Batch, i int, key []byte, pane int64) boo
 	return i < len(o.pending) && o.pending[i].pane == pane && bytes.Equal(o.pendingKey(in, i), key)
 }
 
-// compareKeyPane orders pending records by key, then pane (sortIn's).
+// compareKeyPane orders pending records by key, then pane, then arrival.
+// The order of keys only has to keep each key's records together: it
+// compares the keys' hashes first, their bytes only on a tie (the profile
+// of hot keys had a fifth of its time in sorting on the bytes).
 func (o *Operator) compareKeyPane(a, b pendingAdd) int {
+	if a.hash != b.hash {
+		return cmp.Compare(a.hash, b.hash)
+	}
 	if c := bytes.Compare(o.sortIn.Records[a.rec].Key, o.sortIn.Records[b.rec].Key); c != 0 {
 		return c
 	}
-	return cmp.Compare(a.pane, b.pane)
+	if a.pane != b.pane {
+		return cmp.Compare(a.pane, b.pane)
+	}
+	return cmp.Compare(a.rec, b.rec)
 }
 
 // paneAt returns the decoded pane starting at start, adding an empty one

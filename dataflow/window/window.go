@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 
 	"github.com/eddy-stream/eddy/abi"
@@ -72,6 +73,7 @@ type Operator struct {
 	dropped0   []fixedPane   // panes being dropped
 	pending    []pendingAdd  // records of the batch grouped by key
 	sortIn     *stream.Batch // the batch byKeyPane compares in
+	seed       maphash.Seed  // of the pending records' key hashes
 	ns         [16]byte
 	paneKeyBuf [8]byte
 	val        []byte // state read buffer
@@ -170,6 +172,7 @@ func New(spec *jobspec.Spec, n *jobspec.Node, modules map[string]*host.Module) (
 	o.acc.slots, o.win.slots = slots[:k:k], slots[k:]
 	o.onTimer = o.fire
 	o.byKeyPane = o.compareKeyPane
+	o.seed = maphash.MakeSeed()
 	return o, nil
 }
 
