@@ -49,11 +49,15 @@ type aggCalls struct {
 	// would allocate on the record path.
 	collectFn func([]abi.Record)
 
-	in  []abi.Record // the batch handed to the guest
-	hdr [abi.GroupHeaderKeyLen]byte
-	out []byte   // the values the guest emitted, concatenated
-	end []int    // end offset in out of each emitted value
-	got [][]byte // views of out, the call's results
+	in   []abi.Record // the batch handed to the guest
+	hdr  [abi.GroupHeaderKeyLen]byte
+	hdrs []byte // the header keys of AggAddGroups, one after another
+	// AggAdd's arguments to AggAddGroups, without allocating.
+	oneAcc   [1][]byte
+	oneCount [1]int
+	out      []byte   // the values the guest emitted, concatenated
+	end      []int    // end offset in out of each emitted value
+	got      [][]byte // views of out, the call's results
 }
 
 func (i *Instance) aggFuncs() (*aggCalls, error) {
@@ -153,12 +157,51 @@ func (i *Instance) AggAdd(acc []byte, recs []abi.Record) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	a.in = append(append(a.in[:0], a.header(acc, len(recs))), recs...)
-	got, err := i.aggCall(abi.ExportAggAdd, a.add, a, 1)
+	a.oneAcc[0], a.oneCount[0] = acc, len(recs)
+	got, err := i.AggAddGroups(a.oneAcc[:], a.oneCount[:], recs)
+	a.oneAcc[0] = nil
 	if err != nil {
 		return nil, err
 	}
 	return got[0], nil
+}
+
+// AggAddGroups folds the records of many groups into their accumulators
+// with one eddy_agg_add call: group g starts from accs[g] and adds the next
+// counts[g] records of recs, in order. It returns one accumulator per
+// group, valid until the next call on the instance. What crosses the Wasm
+// boundary once per call is paid once per batch of the window operator
+// rather than once per record (DESIGN.md, "The Wasm boundary").
+func (i *Instance) AggAddGroups(accs [][]byte, counts []int, recs []abi.Record) ([][]byte, error) {
+	a, err := i.aggFuncs()
+	if err != nil {
+		return nil, err
+	}
+	if len(accs) != len(counts) {
+		return nil, fmt.Errorf("%s: AggAddGroups: %d accumulators for %d groups", i.who, len(accs), len(counts))
+	}
+	// The header keys first: a.in aliases a.hdrs, which must not move.
+	a.hdrs = a.hdrs[:0]
+	for _, n := range counts {
+		a.hdrs = binary.LittleEndian.AppendUint32(a.hdrs, uint32(n))
+	}
+	a.in = a.in[:0]
+	next := 0
+	for g, n := range counts {
+		if n < 0 || n > len(recs)-next {
+			return nil, fmt.Errorf("%s: AggAddGroups: group %d counts %d records, %d are left", i.who, g, n, len(recs)-next)
+		}
+		h := a.hdrs[g*abi.GroupHeaderKeyLen : (g+1)*abi.GroupHeaderKeyLen : (g+1)*abi.GroupHeaderKeyLen]
+		a.in = append(a.in, abi.Record{Key: h, Value: accs[g], Timestamp: abi.NoTimestamp})
+		a.in = append(a.in, recs[next:next+n]...)
+		next += n
+	}
+	got, err := i.aggCall(abi.ExportAggAdd, a.add, a, len(counts))
+	clear(a.in) // do not keep the caller's records alive
+	if err != nil {
+		return nil, err
+	}
+	return got, nil
 }
 
 // AggMerge merges others into acc with one eddy_agg_merge call and returns

@@ -61,6 +61,11 @@ type Store interface {
 	// value was written with: 0 for ValuePut, for state restored from a
 	// snapshot of format 1, and when there is no value.
 	ValueGetSchema(name string, key, ns, dst []byte) ([]byte, uint32, bool, error)
+	// ValueScan calls fn for each live value of state name in the task's
+	// range, in order of key group, then key and namespace as stored: for
+	// an operator that keeps an index of its state in memory (the window
+	// operator's firing times) and rebuilds it after a restore.
+	ValueScan(name string, fn func(key, ns, val []byte) error) error
 
 	// ListAppend adds an element at the end; the TTL applies to that
 	// element, as in Flink.
@@ -411,6 +416,37 @@ func (s *store) ValueDelete(name string, key, ns []byte) error {
 	s.kbuf = appendStateKey(s.kbuf[:0], s.prefix, g, KindValue, name, key, ns)
 	if err := s.eng.del(s.kbuf); err != nil {
 		return s.errorf("value %q: delete: %w", name, err)
+	}
+	return nil
+}
+
+func (s *store) ValueScan(name string, fn func(key, ns, val []byte) error) error {
+	if s.closed || s.down.Load() {
+		return ErrClosed
+	}
+	nowMs := s.nowMs()
+	for g := s.groups.Start; g < s.groups.End; g++ {
+		lo := appendLPString(append(appendGroup(append(s.getBuf(), s.prefix...), g), byte(KindValue)), name)
+		hi := prefixEnd(s.getBuf(), lo)
+		err := s.eng.scan(lo, hi, func(k, v []byte) error {
+			rk, err := parseRelative(k[len(s.prefix):])
+			if err != nil {
+				return err
+			}
+			exp, h, err := readHeader(v)
+			if err != nil {
+				return err
+			}
+			if exp != noExpiry && exp <= nowMs {
+				return nil
+			}
+			return fn(rk.key, rk.ns, v[h:])
+		})
+		s.putBuf(hi)
+		s.putBuf(lo)
+		if err != nil {
+			return s.errorf("value %q: scan: %w", name, err)
+		}
 	}
 	return nil
 }

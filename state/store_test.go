@@ -189,6 +189,48 @@ var behaviour = []struct {
 		}
 		must(e.t, s.ValueDelete("count", []byte("never"), nil))
 	}},
+	{"value scan", func(e *env) {
+		half := Range{0, testMaxP / 2}
+		s := e.open(testScope, half)
+		other := e.open(testScope, Range{testMaxP / 2, testMaxP})
+		want := map[string]string{}
+		for i := range 40 {
+			k := []byte(fmt.Sprintf("key-%d", i))
+			st := s
+			if !half.Contains(KeyGroup(k, testMaxP)) {
+				st = other
+			}
+			must(e.t, st.ValuePut("panes", k, nil, []byte(strconv.Itoa(i)), 0))
+			must(e.t, st.ValuePut("panes", k, []byte("ns"), []byte("n"), 0))
+			must(e.t, st.ValuePut("panesx", k, nil, []byte("other name"), 0))
+			must(e.t, st.MapPut("panes", k, nil, []byte("u"), []byte("a map"), 0))
+			if st == s {
+				want[string(k)+"/"] = strconv.Itoa(i)
+				want[string(k)+"/ns"] = "n"
+			}
+		}
+		for i := 0; ; i++ {
+			if k := []byte(fmt.Sprintf("key-%d", i)); half.Contains(KeyGroup(k, testMaxP)) {
+				must(e.t, s.ValuePut("panes", k, []byte("ttl"), []byte("gone"), time.Second))
+				break
+			}
+		}
+		e.clock.advance(2 * time.Second)
+		got := map[string]string{}
+		lastGroup := -1
+		must(e.t, s.ValueScan("panes", func(key, ns, v []byte) error {
+			g := KeyGroup(key, testMaxP)
+			if g < lastGroup {
+				e.t.Errorf("key %q of group %d after group %d", key, g, lastGroup)
+			}
+			lastGroup = g
+			got[string(key)+"/"+string(ns)] = string(v)
+			return nil
+		}))
+		if fmt.Sprint(got) != fmt.Sprint(want) {
+			e.t.Fatalf("ValueScan saw %v, want %v", got, want)
+		}
+	}},
 	{"value get appends to dst", func(e *env) {
 		s := e.openAll()
 		must(e.t, s.ValuePut("v", []byte("k"), nil, []byte("abc"), time.Hour))

@@ -150,8 +150,7 @@ func (a *accum) reset() {
 
 // add folds in the current record (the one aggs.read has read).
 func (a *accum) add(aggs *aggregates, ts int64) error {
-	a.count++
-	a.minTs, a.maxTs = min(a.minTs, ts), max(a.maxTs, ts)
+	a.note(ts)
 	if aggs.udf != nil {
 		return aggs.udf.add(a, aggs.cur)
 	}
@@ -177,6 +176,13 @@ func (a *accum) add(aggs *aggregates, ts int64) error {
 		s.n++
 	}
 	return nil
+}
+
+// note counts a record at ts, which is all add does of it besides the
+// aggregates.
+func (a *accum) note(ts int64) {
+	a.count++
+	a.minTs, a.maxTs = min(a.minTs, ts), max(a.maxTs, ts)
 }
 
 // merge folds b into a: every built-in is mergeable, which is what session

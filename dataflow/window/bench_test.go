@@ -20,7 +20,8 @@ import (
 // open and are dropped at the same rate.
 //
 // Each key gets a record every 100 s, so nearly every record opens a pane
-// of its own and the cost is that of opening, firing and dropping.
+// of its own and the cost is that of opening, firing and dropping: a get
+// and a put of the key's panes per record and per firing.
 func BenchmarkSlidingCount(b *testing.B) { benchSlidingCount(b, 10_000) }
 
 // BenchmarkSlidingCountHotKeys is BenchmarkSlidingCount with 100 keys: 60
@@ -30,9 +31,9 @@ func BenchmarkSlidingCountHotKeys(b *testing.B) { benchSlidingCount(b, 100) }
 // BenchmarkSlidingWasmAggregate is BenchmarkSlidingCountHotKeys with
 // records, total and largest amount and distinct countries computed by the
 // Wasm aggregate udfs/card-stats (in C and in Go), against the built-ins
-// count, sum(amount) and max(amount): the cost of the Wasm boundary on the
-// record path (one eddy_agg_add per record, one eddy_agg_merge per pane of
-// a firing window).
+// count, sum(amount) and max(amount): the cost of the Wasm boundary (one
+// eddy_agg_add per input batch, a group per key and pane; one
+// eddy_agg_merge per pane of a firing window).
 func BenchmarkSlidingWasmAggregate(b *testing.B) {
 	ctx := context.Background()
 	e, err := host.NewEngine(ctx, host.Config{Logger: slog.New(slog.DiscardHandler)})

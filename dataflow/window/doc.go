@@ -59,16 +59,29 @@
 //
 // Accumulators live in the task's state.Store, not in memory, so the number
 // of open windows is bounded by disk rather than RAM. Tumbling and sliding
-// windows keep one per (key, pane), a pane being the time between two
-// consecutive window boundaries (the slide when it divides the size, else
-// at most two a slide): a record reads and writes its pane only, however
-// many windows it is in, and a window merges its panes when it fires (a
-// scan of the key's panes in state, which are bucketed by time). Global
-// windows keep a value per key (ns nil), and sessions one value per key
-// holding the key's open sessions with their accumulators, so that merging
-// reads and writes one entry. Event-time timers in the store fire windows
-// at end-1 and clean them up at end-1+allowed_lateness; results are
-// emitted in timer order. A key holds the panes from its oldest window not
-// yet cleaned up to its newest record, and at most a timer per such
-// window: its state does not grow with the length of the stream.
+// windows keep one accumulator per (key, pane), a pane being the time
+// between two consecutive window boundaries (the slide when it divides the
+// size, else at most two a slide), and all the panes of a key are one value
+// (state "panes"), with the start of the key's earliest window not yet
+// fired: a record updates its pane only, however many windows it is in, a
+// window merges its panes when it fires, and the records of an input batch
+// are grouped by key, so that a key's value is read and written once per
+// batch (with a Wasm aggregate, one eddy_agg_add call adds the whole
+// batch, a group per key and pane). Their firing and cleanup times are not
+// store timers but an index in memory of when each key is next due,
+// derived from the values and rebuilt from them when the operator opens
+// (after a restore or a rescale, from whatever key groups the task then
+// owns). Global windows keep a value per key (ns nil), and sessions one
+// value per key holding the key's open sessions with their accumulators,
+// so that merging reads and writes one entry; they fire with event-time
+// timers of the store. Windows fire at end-1 and are cleaned up at
+// end-1+allowed_lateness; results are emitted in order of time, then key
+// group, then key, as timers pop. A key holds the panes from its oldest
+// window not yet cleaned up to its newest record: its state does not grow
+// with the length of the stream.
+//
+// Snapshots taken before tumbling and sliding windows kept a key's panes
+// as one value (when they kept a map entry per pane, state "pane", and a
+// store timer per window) are not readable by this version: their window
+// state is ignored on restore. No release had shipped with that layout.
 package window

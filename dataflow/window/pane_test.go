@@ -136,8 +136,9 @@ func floorDiv(a, b int64) int64 {
 	return q
 }
 
-// stateCounts is what a Store holds, from its snapshot: panes per key,
-// timers per key, and anything else.
+// stateCounts is what a Store holds, from its snapshot: panes per key
+// (decoded from its value of state "panes"), entries of the in-memory
+// firing index per key, and anything else.
 type stateCounts struct {
 	panes, timers map[string]int
 	other         int
@@ -161,24 +162,36 @@ func countState(t testing.TB, h *harness) stateCounts {
 		t.Fatal(err)
 	}
 	prefix := k[:len(k)-6] // group (2), kind (1), empty name, key and namespace (1 each)
-	c := stateCounts{panes: map[string]int{}, timers: map[string]int{}}
+	c := stateCounts{panes: map[string]int{}, timers: h.op.DueEntries()}
+	var keys []string
 	err = h.store.Snapshot(func(rel, _ []byte) error {
 		key, err := state.DecodeKey(append(bytes.Clone(prefix), rel...))
 		if err != nil {
 			return err
 		}
-		switch {
-		case key.Kind == state.KindMap && key.Name == "pane":
-			c.panes[string(key.Key)]++
-		case key.Kind == state.KindTimer:
-			c.timers[string(key.Key)]++
-		default:
+		if key.Kind == state.KindValue && key.Name == "panes" {
+			keys = append(keys, string(key.Key))
+		} else {
 			c.other++
 		}
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The value of a key's panes starts with the format byte, the varint
+	// start of the next window to fire and the uvarint number of panes.
+	for _, key := range keys {
+		v, _, err := h.store.ValueGet("panes", []byte(key), nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, n := binary.Varint(v[1:])
+		count, m := binary.Uvarint(v[1+n:])
+		if n <= 0 || m <= 0 || count == 0 {
+			t.Fatalf("key %q: panes value %x does not decode or holds no pane", key, v)
+		}
+		c.panes[key] = int(count)
 	}
 	return c
 }
@@ -382,20 +395,18 @@ func TestPaneStateIsBounded(t *testing.T) {
 // the task with state.ErrCorrupt, naming the node and key, whether a
 // record reads it or a firing window does.
 func TestCorruptPaneFails(t *testing.T) {
-	// A pane is an entry of map "pane": namespace its bucket's start (4
-	// window sizes), user key its start.
-	enc := func(x int64) []byte { return binary.BigEndian.AppendUint64(nil, uint64(x)^(1<<63)) }
-	garbage := []byte{1, 0x80}
+	// The panes of a key are its value of state "panes".
+	garbage := []byte{1, 0, 1, 0x80}
 	for _, tc := range []struct {
-		name       string
-		recordTs   int64 // a record in another pane of the window, or the corrupt one
-		wm         int64 // fires the window when the record does not fail
-		viaRecord  bool
-		size, pane int64
+		name      string
+		recordTs  int64 // a record in another pane of the window, or the corrupt one
+		wm        int64 // fires the window when the record does not fail
+		viaRecord bool
+		size      int64
 	}{
-		{name: "record", recordTs: 5, viaRecord: true, size: 10, pane: 5},
-		{name: "firing", recordTs: 17, wm: 19, size: 10, pane: 10},
-		{name: "tumbling firing", recordTs: 3, wm: 9, size: 10, pane: 0},
+		{name: "record", recordTs: 5, viaRecord: true, size: 10},
+		{name: "firing", recordTs: 17, wm: 19, size: 10},
+		{name: "tumbling firing", recordTs: 3, wm: 9, size: 10},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := sliding(tc.size, 5)
@@ -408,8 +419,7 @@ func TestCorruptPaneFails(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			bucket := floorDiv(tc.pane, 4*tc.size) * 4 * tc.size
-			if err := h.store.MapPut("pane", []byte("a"), enc(bucket), enc(tc.pane), garbage, 0); err != nil {
+			if err := h.store.ValuePut("panes", []byte("a"), nil, garbage, 0); err != nil {
 				t.Fatal(err)
 			}
 			var err error

@@ -6,6 +6,7 @@ package window
 // (windowFunction), whose elements the window keeps in list state.
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/binary"
@@ -86,6 +87,13 @@ type udfAggregate struct {
 	label []byte        // `,"name":`
 	one   [1]abi.Record // AggAdd's argument, without allocating
 	other [1][]byte
+
+	// The arguments of the one eddy_agg_add call of a batch (addGroups).
+	arena  []byte // the accumulators to start from, one after another
+	ends   []int  // their ends in arena
+	accs   [][]byte
+	counts []int
+	recs   []abi.Record
 }
 
 func (u *udfAggregate) open(ctx context.Context, info stream.TaskInfo) error {
@@ -320,4 +328,44 @@ func (o *Operator) dropSessionElems(key []byte, start, end int64) error {
 		}
 	}
 	return nil
+}
+
+// addGroups adds the pending records of batch in, sorted by key and pane,
+// with one eddy_agg_add call: a group per (key, pane), starting from the
+// pane's accumulator. It returns the new accumulators in that order.
+func (o *Operator) addGroups(in *stream.Batch) ([][]byte, error) {
+	u := o.aggs.udf
+	u.arena, u.ends, u.counts, u.recs = u.arena[:0], u.ends[:0], u.counts[:0], u.recs[:0]
+	for i := 0; i < len(o.pending); {
+		key := o.pendingKey(in, i)
+		if _, err := o.loadFixed(key); err != nil {
+			return nil, o.paneErr(key, o.pending[i].pane, err)
+		}
+		for i < len(o.pending) && bytes.Equal(o.pendingKey(in, i), key) {
+			pane, n := o.pending[i].pane, 0
+			for ; o.samePane(in, i, key, pane); i++ {
+				u.recs = append(u.recs, in.Records[o.pending[i].rec])
+				n++
+			}
+			acc := u.zero
+			if k, ok := o.paneIndex(pane); ok {
+				acc = u.of(&o.panes[k].acc)
+			}
+			u.arena = append(u.arena, acc...)
+			u.ends = append(u.ends, len(u.arena))
+			u.counts = append(u.counts, n)
+		}
+	}
+	u.accs = u.accs[:0]
+	from := 0
+	for _, e := range u.ends {
+		u.accs = append(u.accs, u.arena[from:e:e])
+		from = e
+	}
+	res, err := u.inst.AggAddGroups(u.accs, u.counts, u.recs)
+	clear(u.recs)
+	if err != nil {
+		return nil, fmt.Errorf("node %s: add %d records to %d panes: %w", o.node, len(o.pending), len(u.counts), udfError{err})
+	}
+	return res, nil
 }

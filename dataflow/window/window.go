@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 
 	"github.com/eddy-stream/eddy/abi"
@@ -17,11 +18,12 @@ import (
 
 // State names, part of the savepoint format of window nodes: renaming one
 // loses the state of running jobs. Tumbling and sliding windows kept a
-// value per window under "acc" before they kept panes; their panes have a
-// name of their own so that such a value is never read as a pane.
+// value per window under "acc", then a map entry per pane under "pane",
+// before they kept a key's panes as one value; each layout has a name of
+// its own so that an older one is never read as the newer.
 const (
 	stateAcc      = "acc"      // value per key: global windows
-	statePane     = "pane"     // map per (key, bucket), entry per pane: tumbling and sliding windows
+	stateFixed    = "panes"    // value per key, all its panes: tumbling and sliding windows
 	stateSessions = "sessions" // value per key: its open sessions
 )
 
@@ -50,41 +52,41 @@ type Operator struct {
 	size     int64  // ms; fixed windows
 	slide    int64  // ms; fixed windows (= size when tumbling)
 	rem      int64  // size mod slide: where a slide's second pane starts, 0 for none
-	bucket   int64  // ms; fixed windows: the span of a bucket of panes
 	gap      int64  // ms; sessions
 	lateness int64  // ms
 	late     string // late_output port; "" drops late records
 	trigger  uint64 // global windows: fire every trigger records
 	aggs     *aggregates
 
-	store   state.Store
-	wm      int64
-	dropped int64
+	store          state.Store
+	maxParallelism int
+	wm             int64
+	dropped        int64
+	idx            firingIndex // fixed windows: when keys are due
 
 	// Scratch reused across records and timers: the per-record path must
 	// not allocate.
-	acc        accum // the record's pane, or the global window
-	part       accum // a pane read while merging a window
-	win        accum // a window merged from its panes
+	acc        accum         // the record's session, or the global window
+	win        accum         // a window merged from its panes
+	panes      []fixedPane   // the panes of a key of fixed windows, in order
+	next       int64         // and the start of its earliest window not fired
+	dropped0   []fixedPane   // panes being dropped
+	pending    []pendingAdd  // records of the batch grouped by key
+	sortIn     *stream.Batch // the batch byKeyPane compares in
+	seed       maphash.Seed  // of the pending records' key hashes
 	ns         [16]byte
 	paneKeyBuf [8]byte
 	val        []byte // state read buffer
 	enc        []byte // state write buffer
 	json       []byte // result buffer
 	sessions   []session
-	slots      []slot     // backing array of the sessions' accumulators
-	reading    windowRead // the window readWindow is merging
-	span       []spanPane // the panes readSpan read
-	spanAccs   []accum    // their accumulators
-	// Timers set while firing, registered once PopTimers returns.
-	later     []laterTimer
-	laterKeys []byte
+	slots      []slot // backing array of the sessions' accumulators
 
 	out *stream.Batch // where timers emit, during ProcessWatermark
-	// onTimer and onPaneEntry are o.fire and o.mergeEntry, bound once: a
-	// method value taken at each use would allocate.
-	onTimer     func(state.Timer) error
-	onPaneEntry func(userKey, v []byte) error
+	// onTimer is o.fire, bound once: a method value taken at each use
+	// would allocate.
+	onTimer   func(state.Timer) error
+	byKeyPane func(a, b pendingAdd) int
 }
 
 // session is one open session of a key with its accumulator.
@@ -166,10 +168,11 @@ func New(spec *jobspec.Spec, n *jobspec.Node, modules map[string]*host.Module) (
 		o.setPaneLayout()
 	}
 	k := len(aggs.list)
-	slots := make([]slot, 3*k)
-	o.acc.slots, o.part.slots, o.win.slots = slots[:k:k], slots[k:2*k:2*k], slots[2*k:]
+	slots := make([]slot, 2*k)
+	o.acc.slots, o.win.slots = slots[:k:k], slots[k:]
 	o.onTimer = o.fire
-	o.onPaneEntry = o.mergeEntry
+	o.byKeyPane = o.compareKeyPane
+	o.seed = maphash.MakeSeed()
 	return o, nil
 }
 
@@ -219,7 +222,13 @@ func (o *Operator) Open(ctx context.Context, info stream.TaskInfo) error {
 		return fmt.Errorf("node %s: window has no keyed state (it needs key_by)", o.node)
 	}
 	o.store = st
+	o.maxParallelism = info.MaxParallelism
 	o.wm = math.MinInt64
+	if o.kind == fixedWindows {
+		if err := o.rebuildIndex(); err != nil {
+			return err
+		}
+	}
 	switch {
 	case o.aggs.udf != nil:
 		return o.aggs.udf.open(ctx, info)
@@ -232,10 +241,13 @@ func (o *Operator) Open(ctx context.Context, info stream.TaskInfo) error {
 // Process adds each record to its windows. Results of windows that
 // already fired (late records within allowed lateness) go to out at once.
 func (o *Operator) Process(_ context.Context, in, out *stream.Batch) error {
+	if o.kind == fixedWindows {
+		return o.processFixed(in, out)
+	}
 	for i := range in.Records {
 		r := &in.Records[i]
 		if r.Timestamp == stream.NoTimestamp {
-			return fmt.Errorf("node %s: record with key %q has no event time, which windows need (set event_time on the source)", o.node, r.Key)
+			return o.noEventTime(r)
 		}
 		o.aggs.read(r)
 		var (
@@ -243,8 +255,6 @@ func (o *Operator) Process(_ context.Context, in, out *stream.Batch) error {
 			err  error
 		)
 		switch o.kind {
-		case fixedWindows:
-			kept, err = o.addFixed(r, out)
 		case sessionWindows:
 			kept, err = o.addSession(r, out)
 		default:
@@ -254,14 +264,24 @@ func (o *Operator) Process(_ context.Context, in, out *stream.Batch) error {
 			return err
 		}
 		if !kept {
-			if o.late != "" {
-				out.Side(o.late).AddRecord(r)
-			} else {
-				o.dropped++
-			}
+			o.lateRecord(r, out)
 		}
 	}
 	return nil
+}
+
+func (o *Operator) noEventTime(r *stream.Record) error {
+	return fmt.Errorf("node %s: record with key %q has no event time, which windows need (set event_time on the source)", o.node, r.Key)
+}
+
+// lateRecord sends a record none of whose windows is kept to the late
+// output, or drops it.
+func (o *Operator) lateRecord(r *stream.Record, out *stream.Batch) {
+	if o.late != "" {
+		out.Side(o.late).AddRecord(r)
+	} else {
+		o.dropped++
+	}
 }
 
 // ProcessWatermark fires and cleans up the windows whose timers are due, in
@@ -275,11 +295,13 @@ func (o *Operator) ProcessWatermark(_ context.Context, wm int64, out *stream.Bat
 		return nil // never fires on time
 	}
 	o.out = out
-	err := o.store.PopTimers(state.EventTime, wm, o.onTimer)
-	o.out = nil
-	if ferr := o.flushTimers(); err == nil {
-		err = ferr
+	var err error
+	if o.kind == fixedWindows {
+		err = o.fireFixed()
+	} else {
+		err = o.store.PopTimers(state.EventTime, wm, o.onTimer)
 	}
+	o.out = nil
 	if err != nil {
 		return fmt.Errorf("node %s: fire windows at watermark %d: %w", o.node, wm, err)
 	}
@@ -483,11 +505,5 @@ func (o *Operator) stateErr(key []byte, start, end int64, err error) error {
 	return fmt.Errorf("node %s: key %q: window [%d,%d): state: %w", o.node, key, start, end, err)
 }
 
-// fire handles one due timer, of a session or of a tumbling or sliding
-// window (global windows set none).
-func (o *Operator) fire(t state.Timer) error {
-	if o.kind == sessionWindows {
-		return o.fireSession(t)
-	}
-	return o.fireFixed(t)
-}
+// fire handles one due timer, of a session (the other kinds set none).
+func (o *Operator) fire(t state.Timer) error { return o.fireSession(t) }
