@@ -70,10 +70,11 @@ func Model(spec *jobspec.Spec) (gen.Config, error) {
 }
 
 // Check compares a query's output lines with the reference's for events
-// 0 … events−1 of the model: as multisets of JSON values, except q12,
-// whose windows of processing time depend on the run, where the counts of
-// each bidder must add up to its bids in whole windows of 10 s. The error
-// names the first difference.
+// 0 … events−1 of the model: as multisets of JSON values, except q4,
+// whose running averages come in an order that depends on the run (see
+// checkQ4), and q12, whose windows of processing time depend on the run,
+// where the counts of each bidder must add up to its bids in whole
+// windows of 10 s. The error names the first difference.
 func Check(query string, model gen.Config, events uint64, got [][]byte) error {
 	g, err := gen.New(model)
 	if err != nil {
@@ -88,8 +89,11 @@ func Check(query string, model gen.Config, events uint64, got [][]byte) error {
 		lines = append(lines, c)
 	}
 	slices.Sort(lines)
-	if query == "q12" {
+	switch query {
+	case "q12":
 		return checkQ12(g, events, lines)
+	case "q4":
+		return checkQ4(g, events, lines)
 	}
 	rows, err := reference(query, g, events)
 	if err != nil {
@@ -169,6 +173,22 @@ func reference(query string, g *gen.Generator, events uint64) ([]row, error) {
 				out = append(out, row{"auction": b.Auction, "price": b.Price})
 			}
 		})
+	case "q3": // people of OR, ID, CA joined with their auctions of category 10
+		people := map[int64]*gen.Person{}
+		var auctions []*gen.Auction
+		each(func(e gen.Event) {
+			switch {
+			case e.Person != nil && (e.Person.State == "OR" || e.Person.State == "ID" || e.Person.State == "CA"):
+				people[e.Person.ID] = e.Person
+			case e.Auction != nil && e.Auction.Category == 10:
+				auctions = append(auctions, e.Auction)
+			}
+		})
+		for _, a := range auctions {
+			if p := people[a.Seller]; p != nil {
+				out = append(out, row{"name": p.Name, "city": p.City, "state": p.State, "id": a.ID})
+			}
+		}
 	case "q5": // HOP(dateTime, 2 s, 10 s), count per auction, the top auctions per window
 		type wa struct{ start, auction int64 }
 		counts := map[wa]int64{}
@@ -253,6 +273,78 @@ func reference(query string, g *gen.Generator, events uint64) ([]row, error) {
 		return nil, fmt.Errorf("no reference for query %q", query)
 	}
 	return out, nil
+}
+
+// checkQ4: the closing price of an auction is its highest bid from its
+// dateTime to its expires; each category's lines are its running average
+// (integer, Flink's AVG of BIGINT) after 1, 2, … n closed auctions, whose
+// order depends on the run, so only the last average is compared, and
+// that there is one line per closed auction.
+func checkQ4(g *gen.Generator, events uint64, lines []string) error {
+	auctions := map[int64]*gen.Auction{}
+	var bids []*gen.Bid
+	for n := range events {
+		switch e := g.Event(n); {
+		case e.Auction != nil:
+			auctions[e.Auction.ID] = e.Auction
+		case e.Bid != nil:
+			bids = append(bids, e.Bid)
+		}
+	}
+	final := map[int64]int64{}
+	for _, b := range bids {
+		if a := auctions[b.Auction]; a != nil && b.DateTime >= a.DateTime && b.DateTime <= a.Expires {
+			if p, ok := final[a.ID]; !ok || b.Price > p {
+				final[a.ID] = b.Price
+			}
+		}
+	}
+	type agg struct{ sum, n int64 }
+	want := map[int64]*agg{}
+	for id, p := range final {
+		c := auctions[id].Category
+		if want[c] == nil {
+			want[c] = &agg{}
+		}
+		want[c].sum += p
+		want[c].n++
+	}
+	seen := map[[2]int64]bool{}
+	last := map[int64]int64{}
+	for _, l := range lines {
+		var r struct {
+			Category *int64 `json:"category"`
+			Avg      *int64 `json:"avg"`
+			Auctions *int64 `json:"auctions"`
+		}
+		d := json.NewDecoder(strings.NewReader(l))
+		d.DisallowUnknownFields()
+		if err := d.Decode(&r); err != nil || r.Category == nil || r.Avg == nil || r.Auctions == nil {
+			return fmt.Errorf("q4: line %s is not {category, avg, auctions} (%v)", l, err)
+		}
+		w := want[*r.Category]
+		k := [2]int64{*r.Category, *r.Auctions}
+		switch {
+		case w == nil:
+			return fmt.Errorf("q4: line %s: category %d has no closed auction", l, *r.Category)
+		case *r.Auctions < 1 || *r.Auctions > w.n || seen[k]:
+			return fmt.Errorf("q4: line %s: category %d closed %d auctions, each once", l, *r.Category, w.n)
+		}
+		seen[k] = true
+		if *r.Auctions == w.n {
+			last[*r.Category] = *r.Avg
+		}
+	}
+	for c, w := range want {
+		avg, ok := last[c]
+		switch {
+		case !ok:
+			return fmt.Errorf("q4: category %d: no line after its %d closed auctions", c, w.n)
+		case avg != w.sum/w.n:
+			return fmt.Errorf("q4: category %d: average %d after %d auctions, the reference %d", c, avg, w.n, w.sum/w.n)
+		}
+	}
+	return nil
 }
 
 // checkQ12: every line is {bidder, bid_count, starttime, endtime} of a

@@ -12,6 +12,10 @@
  *     q1   q0 with the price in euros: price * 0.908, exact to 3 decimals
  *     q2   {auction, price} of the bids whose auction % 123 == 0
  *   keyed (key_by):
+ *     q4avg keyed by category, reads nexmark_join.c's closing prices
+ *          {id, category, final}: emits the running average (integer, as
+ *          Flink's AVG of a BIGINT) {category, avg, auctions} at each
+ *          auction that closes
  *     q5   keyed by window_end, reads a sliding window's counts per
  *          auction: emits {auction, num, window_end} of the auctions with
  *          the most bids of each window once the window is complete
@@ -37,9 +41,9 @@
 #include "eddy_json.h"
 #include "eddy_keyed.h"
 
-enum { Q_BIDS, Q_PERSONS, Q_AUCTIONS, Q0, Q1, Q2, Q5, Q7, Q8, Q12 };
+enum { Q_BIDS, Q_PERSONS, Q_AUCTIONS, Q0, Q1, Q2, Q4AVG, Q5, Q7, Q8, Q12 };
 
-static const char *const names[] = {"bids", "persons", "auctions", "q0", "q1", "q2", "q5", "q7", "q8", "q12"};
+static const char *const names[] = {"bids", "persons", "auctions", "q0", "q1", "q2", "q4avg", "q5", "q7", "q8", "q12"};
 
 static int query = -1;
 static int64_t window_ms;     /* q7, q8, q12; bids with key_window_ms */
@@ -70,7 +74,7 @@ int eddy_op_open(const uint8_t *config, uint32_t len) {
                 if (lit_equal(value, names[i])) query = i;
             }
             if (query < 0) {
-                eddy_fail("nexmark: config: query %.*s is not one of bids, persons, auctions, q0, q1, q2, q5, q7, q8, q12",
+                eddy_fail("nexmark: config: query %.*s is not one of bids, persons, auctions, q0, q1, q2, q4avg, q5, q7, q8, q12",
                           (int)value.len, value.ptr);
                 return 1;
             }
@@ -94,7 +98,7 @@ int eddy_op_open(const uint8_t *config, uint32_t len) {
         eddy_fail("nexmark: config: %s needs window_ms", names[query]);
         return 1;
     }
-    if (query >= Q5) {
+    if (query >= Q4AVG) {
         st = eddy_value_state(names[query], 0);
         if (!st) return 1;
     }
@@ -367,8 +371,33 @@ static int q12(const eddy_record *r) {
     return eddy_value_put(st, buf, 16);
 }
 
+static int q4avg(const eddy_record *r) {
+    uint8_t *v, buf[16];
+    int32_t n;
+    int64_t final, sum = 0, count = 0;
+    uint32_t klen;
+    const uint8_t *k = eddy_current_key(&klen);
+    if (!as_int(field(r->value, r->value_len, "final"), &final)) return bad("input is not a closing price {id, category, final}");
+    if (load(&v, &n)) return 1;
+    if (n) {
+        sum = rd64(v);
+        count = rd64(v + 8);
+    }
+    sum += final;
+    count++;
+    wr64(buf, sum);
+    wr64(buf + 8, count);
+    if (eddy_value_put(st, buf, 16)) return 1;
+    out.len = 0;
+    if (puts_(&out, "{\"category\":") || put(&out, k, klen) || puts_(&out, ",\"avg\":") || put_int(&out, sum / count) ||
+        puts_(&out, ",\"auctions\":") || put_int(&out, count) || puts_(&out, "}"))
+        return 1;
+    return emit_out(r, k, klen);
+}
+
 int eddy_op_process(const eddy_record *r) {
     switch (query) {
+    case Q4AVG: return q4avg(r);
     case Q5: return q5(r);
     case Q7: return q7(r);
     case Q8: return q8(r);

@@ -33,7 +33,7 @@ func ParseConfig(cfg map[string]any) (Config, error) {
 		case "query":
 			s, ok := v.(string)
 			if !ok || !queries[s] {
-				return c, fmt.Errorf("nexmark: config: query %v is not one of bids, persons, auctions, q0, q1, q2, q5, q7, q8, q12", v)
+				return c, fmt.Errorf("nexmark: config: query %v is not one of bids, persons, auctions, q0, q1, q2, q4avg, q5, q7, q8, q12", v)
 			}
 			c.Query = s
 		case "window_ms", "key_window_ms":
@@ -70,7 +70,7 @@ func asWhole(v any) (int64, bool) {
 }
 
 var queries = map[string]bool{"bids": true, "persons": true, "auctions": true, "q0": true, "q1": true, "q2": true,
-	"q5": true, "q7": true, "q8": true, "q12": true}
+	"q4avg": true, "q5": true, "q7": true, "q8": true, "q12": true}
 
 // New is the operator of a config.
 func New(c Config) stream.Operator { return &operator{cfg: c} }
@@ -85,7 +85,7 @@ type operator struct {
 
 func (o *operator) Open(_ context.Context, info stream.TaskInfo) error {
 	switch o.cfg.Query {
-	case "q5", "q7", "q8", "q12":
+	case "q4avg", "q5", "q7", "q8", "q12":
 		st, ok := info.State.(state.Store)
 		if !ok {
 			return fmt.Errorf("nexmark: %s: keyed state needs key_by on node %s", o.cfg.Query, info.Node)
@@ -104,6 +104,8 @@ func (o *operator) Process(_ context.Context, in, out *stream.Batch) error {
 		r := &in.Records[i]
 		var err error
 		switch o.cfg.Query {
+		case "q4avg":
+			err = o.q4avg(r, out)
 		case "q5":
 			err = o.q5(r)
 		case "q7":
@@ -287,6 +289,33 @@ func (o *operator) keepMax(key []byte, x int64, e []byte, due int64) error {
 	return o.store.ValuePut(o.cfg.Query, key, nil, n, 0)
 }
 
+func (o *operator) q4avg(r *stream.Record, out *stream.Batch) error {
+	f, st := jsonscan.Lookup(r.Value, []byte("final"))
+	final, ok := asInt(f)
+	if st != jsonscan.Field || !ok {
+		return errors.New("nexmark: q4avg: input is not a closing price {id, category, final}")
+	}
+	v, err := o.load(r.Key)
+	if err != nil {
+		return err
+	}
+	var sum, count int64
+	if v != nil {
+		sum, count = int64(binary.LittleEndian.Uint64(v)), int64(binary.LittleEndian.Uint64(v[8:]))
+	}
+	sum, count = sum+final, count+1
+	o.st = binary.LittleEndian.AppendUint64(binary.LittleEndian.AppendUint64(o.st[:0], uint64(sum)), uint64(count))
+	if err := o.store.ValuePut("q4avg", r.Key, nil, o.st, 0); err != nil {
+		return err
+	}
+	b := append(append(o.out[:0], `{"category":`...), r.Key...)
+	b = strconv.AppendInt(append(b, `,"avg":`...), sum/count, 10)
+	b = strconv.AppendInt(append(b, `,"auctions":`...), count, 10)
+	o.out = append(b, '}')
+	out.Add(r.Key, o.out, r.Timestamp)
+	return nil
+}
+
 func (o *operator) q5(r *stream.Record) error {
 	key, st1 := jsonscan.Lookup(r.Value, []byte("key"))
 	cnt, st2 := jsonscan.Lookup(r.Value, []byte("count"))
@@ -390,7 +419,7 @@ func (o *operator) OnProcessingTime(_ context.Context, now int64, out *stream.Ba
 }
 
 func (o *operator) fire(kind state.TimerKind, upTo int64, out *stream.Batch) error {
-	if o.store == nil || o.cfg.Query == "q8" {
+	if o.store == nil || o.cfg.Query == "q8" || o.cfg.Query == "q4avg" {
 		return nil
 	}
 	return o.store.PopTimers(kind, upTo, func(t state.Timer) error { return o.onTimer(kind, t, out) })
