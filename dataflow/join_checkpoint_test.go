@@ -42,17 +42,24 @@ func joinChkText(dir string, rate float64, backend string) string {
 // joinedLines is the sorted published lines of the join's sink.
 func joinedLines(t *testing.T, dir string) []string {
 	t.Helper()
+	return sinkLines(t, dir, "joined.jsonl")
+}
+
+// sinkLines is the sorted published lines of the file sink writing to
+// dir/name (its subtasks' files).
+func sinkLines(t *testing.T, dir, name string) []string {
+	t.Helper()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var lines []string
 	for _, e := range entries {
-		switch name := e.Name(); {
-		case strings.HasPrefix(name, "."):
-			t.Errorf("left behind: %s", name)
-		case strings.HasPrefix(name, "joined.jsonl"):
-			lines = append(lines, fileLines(t, filepath.Join(dir, name))...)
+		switch file := e.Name(); {
+		case strings.HasPrefix(file, "."):
+			t.Errorf("left behind: %s", file)
+		case strings.HasPrefix(file, name):
+			lines = append(lines, fileLines(t, filepath.Join(dir, file))...)
 		}
 	}
 	sort.Strings(lines)
