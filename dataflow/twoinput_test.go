@@ -17,7 +17,7 @@ import (
 	"github.com/eddy-stream/eddy/state"
 )
 
-// coJob runs udfs/regularjoin, a two-input keyed Wasm operator (ABI
+// coJob runs udfs/regularjoin ($LANG: go or c), a two-input keyed Wasm operator (ABI
 // version 5), on two paced generators keyed by card: every pair of a txns
 // and a payments record of the same card is joined once, and at the end
 // (the final watermark is +∞) each card's report timer fires once with the
@@ -35,7 +35,7 @@ nodes:
   - name: joined
     input: [txns, payments]
     key_by: [card, card]
-    wasm: {module: $ROOT/udfs/build/regular-join-go.wasm, config: {report_at: 4102444800000}}
+    wasm: {module: $ROOT/udfs/build/regular-join-$LANG.wasm, config: {report_at: 4102444800000}}
   - {name: out, input: joined, sink: {file: {path: $DIR/joined.jsonl}}}
 $SOURCES`
 
@@ -43,12 +43,12 @@ const coSources = `  - {name: txns_out, input: txns, sink: {file: {path: $DIR/tx
   - {name: payments_out, input: payments, sink: {file: {path: $DIR/payments.jsonl}}}
 `
 
-func coText(dir string, rate float64, backend string, sources bool) string {
+func coText(lang, dir string, rate float64, backend string, sources bool) string {
 	src := ""
 	if sources {
 		src = coSources
 	}
-	r := strings.NewReplacer("$SOURCES", src, "$RATE", fmt.Sprint(rate), "$HALF", fmt.Sprint(rate/2), "$BACKEND", backend)
+	r := strings.NewReplacer("$LANG", lang, "$SOURCES", src, "$RATE", fmt.Sprint(rate), "$HALF", fmt.Sprint(rate/2), "$BACKEND", backend)
 	return strings.ReplaceAll(r.Replace(coJob), "$DIR", dir)
 }
 
@@ -91,45 +91,49 @@ func coModel(t *testing.T, lefts, rights []string) []string {
 	return out
 }
 
-// TestCheckpointTwoInputWasm runs the two-input Wasm operator
-// uninterrupted, checks its output against the model, then crashes it
+// TestCheckpointTwoInputWasm runs the two-input Wasm operator (its Go
+// and its C build) uninterrupted, checks its output against the model, then crashes it
 // after checkpoints and restores it (on memory and on Pebble state): the
 // published output must still be the model's, each pair and each report
 // once.
 func TestCheckpointTwoInputWasm(t *testing.T) {
 	engine := newEngine(t, host.DefaultConfig())
-	ref := t.TempDir()
-	if _, err := newChkJob(t, engine, coText(ref, 0, "memory", true), "memory").Run(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	want := coModel(t, sinkLines(t, ref, "txns.jsonl"), sinkLines(t, ref, "payments.jsonl"))
-	if len(want) < 10000 {
-		t.Fatalf("the model joins %d records: the data does not exercise the join", len(want))
-	}
-	diff("joined (uninterrupted)", joinedLines(t, ref), want, t)
-	for _, backend := range []string{"memory", "pebble"} {
-		t.Run(backend, func(t *testing.T) {
-			e := newChkEnv(t, engine)
-			e.backend = backend
-			for _, a := range []attempt{
-				{parallelism: 2, checkpoints: []int64{600, 1200}, crashAt: 1800},
-				{parallelism: 2, checkpoints: []int64{500}, crashAt: 1000},
-				{parallelism: 2},
-			} {
-				job := newChkJob(t, engine, coText(e.out, chkRate/10, backend, false), backend)
-				ctx, cancel := context.WithCancel(context.Background())
-				run, err := job.StartDeployment(ctx, dataflow.Deployment{JobID: "co", Tasks: taskIDs(job), Checkpointing: e.checkpointing()}, nil)
-				if err != nil {
-					cancel()
-					t.Fatal(err)
-				}
-				e.play(a, job, []*dataflow.Running{run}, []context.CancelFunc{cancel})
-				cancel()
+	for _, lang := range []string{"go", "c"} {
+		t.Run(lang, func(t *testing.T) {
+			ref := t.TempDir()
+			if _, err := newChkJob(t, engine, coText(lang, ref, 0, "memory", true), "memory").Run(context.Background()); err != nil {
+				t.Fatal(err)
 			}
-			if e.lastID() == 0 {
-				t.Fatal("no checkpoint completed: nothing was restored")
+			want := coModel(t, sinkLines(t, ref, "txns.jsonl"), sinkLines(t, ref, "payments.jsonl"))
+			if len(want) < 10000 {
+				t.Fatalf("the model joins %d records: the data does not exercise the join", len(want))
 			}
-			diff("joined", joinedLines(t, e.out), want, t)
+			diff("joined (uninterrupted)", joinedLines(t, ref), want, t)
+			for _, backend := range []string{"memory", "pebble"} {
+				t.Run(backend, func(t *testing.T) {
+					e := newChkEnv(t, engine)
+					e.backend = backend
+					for _, a := range []attempt{
+						{parallelism: 2, checkpoints: []int64{600, 1200}, crashAt: 1800},
+						{parallelism: 2, checkpoints: []int64{500}, crashAt: 1000},
+						{parallelism: 2},
+					} {
+						job := newChkJob(t, engine, coText(lang, e.out, chkRate/10, backend, false), backend)
+						ctx, cancel := context.WithCancel(context.Background())
+						run, err := job.StartDeployment(ctx, dataflow.Deployment{JobID: "co", Tasks: taskIDs(job), Checkpointing: e.checkpointing()}, nil)
+						if err != nil {
+							cancel()
+							t.Fatal(err)
+						}
+						e.play(a, job, []*dataflow.Running{run}, []context.CancelFunc{cancel})
+						cancel()
+					}
+					if e.lastID() == 0 {
+						t.Fatal("no checkpoint completed: nothing was restored")
+					}
+					diff("joined", joinedLines(t, e.out), want, t)
+				})
+			}
 		})
 	}
 }
