@@ -111,26 +111,10 @@ func TestCheckpointTwoInputWasm(t *testing.T) {
 			diff("joined (uninterrupted)", joinedLines(t, ref), want, t)
 			for _, backend := range []string{"memory", "pebble"} {
 				t.Run(backend, func(t *testing.T) {
-					e := newChkEnv(t, engine)
-					e.backend = backend
-					for _, a := range []attempt{
-						{parallelism: 2, checkpoints: []int64{600, 1200}, crashAt: 1800},
-						{parallelism: 2, checkpoints: []int64{500}, crashAt: 1000},
-						{parallelism: 2},
-					} {
-						job := newChkJob(t, engine, coText(lang, e.out, chkRate/10, backend, false), backend)
-						ctx, cancel := context.WithCancel(context.Background())
-						run, err := job.StartDeployment(ctx, dataflow.Deployment{JobID: "co", Tasks: taskIDs(job), Checkpointing: e.checkpointing()}, nil)
-						if err != nil {
-							cancel()
-							t.Fatal(err)
-						}
-						e.play(a, job, []*dataflow.Running{run}, []context.CancelFunc{cancel})
-						cancel()
-					}
-					if e.lastID() == 0 {
-						t.Fatal("no checkpoint completed: nothing was restored")
-					}
+					e := playAttempts(t, engine, backend, "co", func(out string) string { return coText(lang, out, chkRate/10, backend, false) },
+						attempt{parallelism: 2, checkpoints: []int64{600, 1200}, crashAt: 1800},
+						attempt{parallelism: 2, checkpoints: []int64{500}, crashAt: 1000},
+						attempt{parallelism: 2})
 					diff("joined", joinedLines(t, e.out), want, t)
 				})
 			}
