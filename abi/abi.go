@@ -16,11 +16,16 @@ package abi
 // declares the version it was built against by exporting ExportABIVersion;
 // version 2 adds keyed state, timers and time (ABI.md, "Version 2").
 // version 3 adds aggregate modules (ABI.md, "Version 3"); version 4 adds
-// schema versions of state values (ABI.md, "Version 4").
-const Version = 4
+// schema versions of state values (ABI.md, "Version 4"); version 5 adds
+// two-input keyed operators (ABI.md, "Version 5").
+const Version = 5
 
 // SupportedVersions lists every ABI version the host accepts.
-var SupportedVersions = []uint32{1, 2, 3, 4}
+var SupportedVersions = []uint32{1, 2, 3, 4, 5}
+
+// TwoInputVersion is the least version of a two-input module, one that
+// exports ExportProcess2.
+const TwoInputVersion = 5
 
 // AggregateVersion is the least version of an aggregate module.
 const AggregateVersion = 3
@@ -46,6 +51,10 @@ const (
 	// ExportOnTimer (version 2) receives the timers that fired, as a batch;
 	// optional, but required of a module that imports ImportTimerRegister.
 	ExportOnTimer = "eddy_on_timer" // (batch_ptr i32, batch_len i32) -> status i32
+	// ExportProcess2 (version 5) makes a module a two-input operator: the
+	// host hands it every batch of either input, with the input's index
+	// (0 or 1), and never calls ExportProcess.
+	ExportProcess2 = "eddy_process2" // (input i32, batch_ptr i32, batch_len i32) -> status i32
 
 	// Aggregate modules (version 3) export these in place of
 	// ExportProcess; see AggregateExports.
@@ -160,6 +169,7 @@ var RequiredExports = map[string]Signature{
 var OptionalExports = map[string]Signature{
 	ExportInitialize: {},
 	ExportOnTimer:    {Params: []ValType{I32, I32}, Results: []ValType{I32}},
+	ExportProcess2:   {Params: []ValType{I32, I32, I32}, Results: []ValType{I32}},
 }
 
 // HostImports are the functions of module ImportModule a module may import,

@@ -218,6 +218,11 @@ func NewJob(ctx context.Context, spec *jobspec.Spec, opts Options) (*Job, error)
 		}
 		switch {
 		case n.Wasm != nil:
+			if m, ok := j.modules[n.Wasm.Module]; ok {
+				if err := checkInputs(n, m); err != nil {
+					return nil, fmt.Errorf("job %s: node %q (line %d): %w", spec.Name, n.Name, n.Wasm.Line, err)
+				}
+			}
 			cfg := n.Wasm.Config
 			if cfg == nil {
 				cfg = map[string]any{}

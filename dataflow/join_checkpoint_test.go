@@ -42,17 +42,24 @@ func joinChkText(dir string, rate float64, backend string) string {
 // joinedLines is the sorted published lines of the join's sink.
 func joinedLines(t *testing.T, dir string) []string {
 	t.Helper()
+	return sinkLines(t, dir, "joined.jsonl")
+}
+
+// sinkLines is the sorted published lines of the file sink writing to
+// dir/name (its subtasks' files).
+func sinkLines(t *testing.T, dir, name string) []string {
+	t.Helper()
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var lines []string
 	for _, e := range entries {
-		switch name := e.Name(); {
-		case strings.HasPrefix(name, "."):
-			t.Errorf("left behind: %s", name)
-		case strings.HasPrefix(name, "joined.jsonl"):
-			lines = append(lines, fileLines(t, filepath.Join(dir, name))...)
+		switch file := e.Name(); {
+		case strings.HasPrefix(file, "."):
+			t.Errorf("left behind: %s", file)
+		case strings.HasPrefix(file, name):
+			lines = append(lines, fileLines(t, filepath.Join(dir, file))...)
 		}
 	}
 	sort.Strings(lines)
@@ -75,29 +82,38 @@ func TestCheckpointJoin(t *testing.T) {
 	}
 	for _, backend := range []string{"memory", "pebble"} {
 		t.Run(backend, func(t *testing.T) {
-			e := newChkEnv(t, engine)
-			e.backend = backend
-			for _, a := range []attempt{
-				{parallelism: 2, checkpoints: []int64{3000, 6000}, crashAt: 9000},
-				{parallelism: 2, checkpoints: []int64{2000}, crashAt: 4000},
-				{parallelism: 2},
-			} {
-				job := newChkJob(t, engine, joinChkText(e.out, chkRate, backend), backend)
-				ctx, cancel := context.WithCancel(context.Background())
-				run, err := job.StartDeployment(ctx, dataflow.Deployment{JobID: "chk", Tasks: taskIDs(job), Checkpointing: e.checkpointing()}, nil)
-				if err != nil {
-					cancel()
-					t.Fatal(err)
-				}
-				e.play(a, job, []*dataflow.Running{run}, []context.CancelFunc{cancel})
-				cancel()
-			}
-			if e.lastID() == 0 {
-				t.Fatal("no checkpoint completed: nothing was restored")
-			}
+			e := playAttempts(t, engine, backend, "chk", func(out string) string { return joinChkText(out, chkRate, backend) },
+				attempt{parallelism: 2, checkpoints: []int64{3000, 6000}, crashAt: 9000},
+				attempt{parallelism: 2, checkpoints: []int64{2000}, crashAt: 4000},
+				attempt{parallelism: 2})
 			diff("joined", joinedLines(t, e.out), want, t)
 		})
 	}
+}
+
+// playAttempts runs the job that text makes (given the output directory)
+// once per attempt, each deployment restoring the checkpoint the one
+// before completed last, on a fresh checkpoint environment it returns; it
+// fails the test if no checkpoint completed.
+func playAttempts(t *testing.T, engine *host.Engine, backend, jobID string, text func(out string) string, attempts ...attempt) *chkEnv {
+	t.Helper()
+	e := newChkEnv(t, engine)
+	e.backend = backend
+	for _, a := range attempts {
+		job := newChkJob(t, engine, text(e.out), backend)
+		ctx, cancel := context.WithCancel(context.Background())
+		run, err := job.StartDeployment(ctx, dataflow.Deployment{JobID: jobID, Tasks: taskIDs(job), Checkpointing: e.checkpointing()}, nil)
+		if err != nil {
+			cancel()
+			t.Fatal(err)
+		}
+		e.play(a, job, []*dataflow.Running{run}, []context.CancelFunc{cancel})
+		cancel()
+	}
+	if e.lastID() == 0 {
+		t.Fatal("no checkpoint completed: nothing was restored")
+	}
+	return e
 }
 
 // TestJoinAcrossExchanges runs the join of TestCheckpointJoin over two

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/eddy-stream/eddy/abi"
+	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/dataflow/join"
 	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/host"
@@ -25,8 +26,15 @@ func (j *Job) newOperator(v *vertex) (stream.Operator, error) {
 			return nil, fmt.Errorf("module %s is an aggregate module, which folds windows: use it in a window node as aggregate: {wasm: {module: %s}}",
 				n.Wasm.Module, n.Wasm.Module)
 		}
-		if n.KeyBy != "" {
-			return &keyedWasmOperator{wasmOperator: w, timers: w.module.HasOnTimer()}, nil
+		if err := checkInputs(n, w.module); err != nil {
+			return nil, err
+		}
+		if len(n.KeyBy) > 0 {
+			k := &keyedWasmOperator{wasmOperator: w, timers: w.module.HasOnTimer()}
+			if n.KeyBy.PerInput() {
+				return &twoInputWasmOperator{k}, nil
+			}
+			return k, nil
 		}
 		return w, nil
 	case n.Join != nil:
@@ -38,6 +46,21 @@ func (j *Job) newOperator(v *vertex) (stream.Operator, error) {
 		return j.opts.WindowOperator(j.spec, n, j.modules)
 	}
 	return nil, fmt.Errorf("node has no operator")
+}
+
+// checkInputs matches a wasm node's shape with its module's: a key_by with
+// a key per input (key_by: [left, right]) needs a two-input module
+// (ABI version 5, eddy_process2), and a two-input module needs one.
+func checkInputs(n *jobspec.Node, m *host.Module) error {
+	switch {
+	case n.KeyBy.PerInput() && !m.IsTwoInput():
+		return fmt.Errorf("module %s is a one-input operator (it does not export %s), but key_by %s names a key per input: give it one key_by for a union of the inputs, or a two-input module",
+			m.Name(), abi.ExportProcess2, n.KeyBy)
+	case !n.KeyBy.PerInput() && m.IsTwoInput():
+		return fmt.Errorf("module %s is a two-input operator (it exports %s): its node needs input: [left, right] and key_by: [left_key, right_key]",
+			m.Name(), abi.ExportProcess2)
+	}
+	return nil
 }
 
 // sinkOperator lets a sink end a chain like any other stage.
@@ -232,4 +255,20 @@ func (w *keyedWasmOperator) collectTimer(t state.Timer) error {
 		return errTimerBatchFull
 	}
 	return nil
+}
+
+// twoInputWasmOperator is a keyed Wasm operator with two inputs (a module
+// of ABI version 5 on a node with key_by: [left, right]): the task hands it
+// each batch with its input's index, which eddy_process2 passes on. Keyed
+// state and timers are the keyed operator's, one key space for both
+// inputs; the watermark is the min of both, as for every operator.
+type twoInputWasmOperator struct {
+	*keyedWasmOperator
+}
+
+var _ stream.TwoInputOperator = (*twoInputWasmOperator)(nil)
+
+func (w *twoInputWasmOperator) ProcessInput(_ context.Context, input int, in, out *stream.Batch) error {
+	w.out = out
+	return w.inst.ProcessInput(input, in.Records, w.emit)
 }

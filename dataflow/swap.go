@@ -240,6 +240,11 @@ func (r *Running) PrepareSwap(ctx context.Context, s Swap) error {
 	if s.Module.IsAggregate() {
 		return fmt.Errorf("node %s: module %s is an aggregate module, which folds windows: it cannot replace an operator", s.Node, s.Module.Name())
 	}
+	if n := r.job.spec.Node(s.Node); n != nil {
+		if err := checkInputs(n, s.Module); err != nil {
+			return fmt.Errorf("node %s: swap %d: %w", s.Node, s.ID, err)
+		}
+	}
 	slots := r.swaps[s.Node]
 	prepared := make([]*preparedSwap, 0, len(slots))
 	fail := func(err error) error {

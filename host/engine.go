@@ -319,6 +319,9 @@ type Module struct {
 	// aggregate: the module exports the eddy_agg_* functions (ABI
 	// version 3), and may lack eddy_process.
 	aggregate bool
+	// twoInput: the module exports eddy_process2 (version 5), so it takes
+	// the records of a node's two inputs, each with its input's index.
+	twoInput bool
 	// hasStart: the module had a start function, which instrumenting
 	// turned into an export that the host calls after instantiation.
 	hasStart bool

@@ -69,7 +69,7 @@ func hostFail(ctx context.Context, mod api.Module, stack []uint64) {
 
 func (i *Instance) hostEmit(mod api.Module, ptr, n uint32) {
 	switch i.phase {
-	case abi.ExportProcess, abi.ExportOnTimer, abi.ExportClose,
+	case abi.ExportProcess, abi.ExportProcess2, abi.ExportOnTimer, abi.ExportClose,
 		abi.ExportAggCreate, abi.ExportAggAdd, abi.ExportAggMerge, abi.ExportAggResult:
 	default:
 		i.trapGuest(markf([]error{ErrTrap}, "%s: eddy.emit called during %s; it is only valid during %s, %s, %s and the eddy_agg_* calls",

@@ -120,6 +120,7 @@ type Instance struct {
 	wmod                                api.Module
 	mem                                 api.Memory
 	fnAlloc, fnOpen, fnProcess, fnClose api.Function
+	fnProcess2                          api.Function // eddy_process2 (version 5), nil if not exported
 	// stack is reused by every CallWithStack: parameters in, results out.
 	stack []uint64
 
@@ -228,6 +229,7 @@ func (m *Module) newInstance(ctx context.Context, cfg InstanceConfig, name, who 
 	i.fnAlloc = wmod.ExportedFunction(abi.ExportAlloc)
 	i.fnOpen = wmod.ExportedFunction(abi.ExportOpen)
 	i.fnProcess = wmod.ExportedFunction(abi.ExportProcess)
+	i.fnProcess2 = wmod.ExportedFunction(abi.ExportProcess2)
 	i.fnClose = wmod.ExportedFunction(abi.ExportClose)
 	if m.hasStart {
 		if err := i.call("instantiation", wmod.ExportedFunction(interrupt.StartExportName), nil); err != nil {

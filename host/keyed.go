@@ -527,7 +527,7 @@ func (i *Instance) timerOf(imp string, kind uint32) (state.Store, state.TimerKin
 // eddy_process, eddy_on_timer or eddy_close.
 func (i *Instance) checkKeyedPhase(imp string) {
 	switch i.phase {
-	case abi.ExportProcess, abi.ExportOnTimer, abi.ExportClose:
+	case abi.ExportProcess, abi.ExportProcess2, abi.ExportOnTimer, abi.ExportClose:
 		return
 	}
 	i.trapGuest(markf([]error{ErrTrap}, "%s: eddy.%s called during %s; it is only valid during %s, %s and %s",

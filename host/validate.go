@@ -46,6 +46,9 @@ func (m *Module) validate(ctx context.Context) error {
 	if err := m.checkImportVersions(); err != nil {
 		return err
 	}
+	if err := m.checkTwoInput(); err != nil {
+		return err
+	}
 	return m.checkAggregate()
 }
 
@@ -89,8 +92,11 @@ func (m *Module) checkExports() []string {
 		if want, got := abiSig(optional[name]), defSig(def); !got.equal(want) {
 			problems = append(problems, fmt.Sprintf("export %q has signature %s, want %s", name, got, want))
 		}
-		if name == abi.ExportInitialize {
+		switch name {
+		case abi.ExportInitialize:
 			m.hasInitialize = true
+		case abi.ExportProcess2:
+			m.twoInput = true
 		}
 	}
 

@@ -196,8 +196,8 @@ func diffTopology(o, n *Node) error {
 		// A join's inputs are ordered: the first is the left side.
 		return refuse(adviceRestart, "node %s: join inputs changed from %s to %s", n.Name, listOrNone(o.Input), listOrNone(n.Input))
 	}
-	if o.KeyBy != n.KeyBy {
-		return refuse(adviceRestart, "node %s: key_by changed from %s to %s", n.Name, orNone(o.KeyBy), orNone(n.KeyBy))
+	if !slices.Equal(o.KeyBy, n.KeyBy) {
+		return refuse(adviceRestart, "node %s: key_by changed from %s to %s", n.Name, orNone(o.KeyBy.String()), orNone(n.KeyBy.String()))
 	}
 	parts := []struct {
 		name     string

@@ -155,6 +155,7 @@ func fieldValue(m *yaml.Node, key string) *yaml.Node {
 var (
 	durationType  = reflect.TypeOf(Duration(0))
 	inputsType    = reflect.TypeOf(Inputs(nil))
+	keysType      = reflect.TypeOf(KeyFields(nil))
 	signedType    = reflect.TypeOf(SignedDuration(0))
 	aggregateType = reflect.TypeOf(AggregateSpec{})
 )
@@ -170,7 +171,7 @@ func checkFields(loc string, n *yaml.Node, t reflect.Type, where string) error {
 		n = n.Alias
 	}
 	switch {
-	case t == durationType || t == inputsType || t == signedType:
+	case t == durationType || t == inputsType || t == signedType || t == keysType:
 		return nil // their UnmarshalYAML reports their own errors
 	case t == aggregateType && n.Kind != yaml.MappingNode:
 		return nil // "count" or [count, sum(amount)]: checked by validate
@@ -329,6 +330,30 @@ func (in *Inputs) UnmarshalYAML(n *yaml.Node) error {
 		return nil
 	}
 	return fmt.Errorf("line %d: input must be a node name or a list of names, not %s", n.Line, describe(n))
+}
+
+// UnmarshalYAML accepts one key field or a list of them, one per input.
+func (k *KeyFields) UnmarshalYAML(n *yaml.Node) error {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		if n.Tag == "!!null" || n.Value == "" {
+			*k = nil
+			return nil
+		}
+		*k = KeyFields{n.Value}
+		return nil
+	case yaml.SequenceNode:
+		out := make(KeyFields, 0, len(n.Content))
+		for _, e := range n.Content {
+			if e.Kind != yaml.ScalarNode || e.Value == "" {
+				return fmt.Errorf("line %d: key_by must name key fields, not %s", e.Line, describe(e))
+			}
+			out = append(out, e.Value)
+		}
+		*k = out
+		return nil
+	}
+	return fmt.Errorf("line %d: key_by must be a key field or a list of them, one per input, not %s", n.Line, describe(n))
 }
 
 // UnmarshalYAML accepts "count", a list of built-ins, or a mapping with

@@ -7,7 +7,10 @@
 // specs into readers and writers.
 package jobspec
 
-import "time"
+import (
+	"strings"
+	"time"
+)
 
 // Spec is a whole job.
 type Spec struct {
@@ -50,8 +53,10 @@ type Node struct {
 	// watermarks are generated.
 	EventTime *EventTimeSpec `yaml:"event_time"`
 	// KeyBy partitions this node's input by key group and makes the node
-	// keyed: a top-level JSON field of the value, or "record_key".
-	KeyBy string    `yaml:"key_by"`
+	// keyed: a top-level JSON field of the value, or "record_key". A wasm
+	// node with two inputs may name one per input (key_by: [left, right]),
+	// which makes it a two-input operator rather than a union.
+	KeyBy KeyFields `yaml:"key_by"`
 	Wasm  *WasmSpec `yaml:"wasm"`
 	// Window with Aggregate (or Apply) is a built-in keyed window operator.
 	Window    *WindowSpec    `yaml:"window"`
@@ -148,6 +153,25 @@ type AggregateSpec struct {
 // DefaultAggregateName is the result field of a Wasm aggregate without a
 // name.
 const DefaultAggregateName = "result"
+
+// KeyFields is key_by: one key field for every input, or a list with one
+// per input, in input order.
+type KeyFields []string
+
+// PerInput reports whether the key_by names a key per input (a list of
+// two): the node is a two-input operator.
+func (k KeyFields) PerInput() bool { return len(k) > 1 }
+
+// String is the key_by as written: the field, or [a, b].
+func (k KeyFields) String() string {
+	switch len(k) {
+	case 0:
+		return ""
+	case 1:
+		return k[0]
+	}
+	return "[" + strings.Join(k, ", ") + "]"
+}
 
 // Inputs is a node name or a list of them.
 type Inputs []string
@@ -444,13 +468,19 @@ func (d SignedDuration) D() time.Duration { return time.Duration(d) }
 
 // Keyed reports whether the node partitions its input by key and keeps
 // keyed state: a key_by, or a join (keyed per input).
-func (n *Node) Keyed() bool { return n.KeyBy != "" || n.Join != nil }
+func (n *Node) Keyed() bool { return len(n.KeyBy) > 0 || n.Join != nil }
 
 // InputKey is the key field input i of n is partitioned by: key_by, or a
 // join's left_key (input 0) or right_key (input 1).
 func (n *Node) InputKey(i int) string {
 	if n.Join == nil {
-		return n.KeyBy
+		switch {
+		case len(n.KeyBy) == 0:
+			return ""
+		case n.KeyBy.PerInput():
+			return n.KeyBy[i]
+		}
+		return n.KeyBy[0]
 	}
 	if i == 0 {
 		return n.Join.LeftKey

@@ -140,7 +140,7 @@ func (n *Node) checkKind(loc string, checkpointing bool) error {
 	if n.EventTime != nil && n.Source == nil {
 		return errAt(loc, n.Line, "node %q: event_time belongs on a source node", n.Name)
 	}
-	if n.KeyBy != "" && (n.Source != nil || n.Sink != nil) {
+	if len(n.KeyBy) > 0 && (n.Source != nil || n.Sink != nil) {
 		return errAt(loc, n.Line, "node %q: key_by applies to wasm and window nodes", n.Name)
 	}
 	if n.Aggregate != nil && n.Window == nil {
@@ -166,8 +166,11 @@ func (n *Node) checkKind(loc string, checkpointing bool) error {
 		if len(n.Input) == 0 {
 			return errAt(loc, n.Line, "node %q needs an input", n.Name)
 		}
-		if n.KeyBy == "" {
+		if len(n.KeyBy) == 0 {
 			return errAt(loc, n.Line, "node %q: a window needs key_by (a JSON field or record_key)", n.Name)
+		}
+		if len(n.KeyBy) > 1 {
+			return errAt(loc, n.Line, "node %q: a window has one key_by for all its inputs, not a list %s", n.Name, n.KeyBy)
 		}
 		return n.checkWindow(loc)
 	case n.Sink != nil:
@@ -189,6 +192,12 @@ func (n *Node) checkKind(loc string, checkpointing bool) error {
 		}
 		if n.Wasm.Module == "" {
 			return errAt(loc, n.Wasm.Line, "node %q: wasm.module is missing", n.Name)
+		}
+		if len(n.KeyBy) > 1 && len(n.KeyBy) != 2 {
+			return errAt(loc, n.Line, "node %q: key_by names %d keys; a two-input operator has two inputs and a key for each, key_by: [left, right]", n.Name, len(n.KeyBy))
+		}
+		if len(n.KeyBy) == 2 && len(n.Input) != 2 {
+			return errAt(loc, n.Line, "node %q: key_by %s names a key per input, so the node needs two inputs, input: [left, right] (it has %d)", n.Name, n.KeyBy, len(n.Input))
 		}
 	}
 	return nil
@@ -344,7 +353,7 @@ func (n *Node) checkJoin(loc string) error {
 	switch {
 	case len(n.Input) != 2:
 		return errAt(loc, n.Line, "node %q: a join needs exactly two inputs, input: [left, right] (it has %d)", n.Name, len(n.Input))
-	case n.KeyBy != "":
+	case len(n.KeyBy) > 0:
 		return errAt(loc, n.Line, "node %q: a join is keyed by join.left_key and join.right_key, not key_by", n.Name)
 	case j.LeftKey == "" || j.RightKey == "":
 		return errAt(loc, n.Line, "node %q: a join needs join.left_key and join.right_key (a JSON field or record_key of each input)", n.Name)

@@ -54,7 +54,7 @@ func withLateness(w *jobspec.WindowSpec, lateness int64, lateOutput string) *job
 }
 
 func windowNode(w *jobspec.WindowSpec, aggs ...string) *jobspec.Node {
-	return &jobspec.Node{Name: "per_key", KeyBy: "k", Window: w, Aggregate: &jobspec.AggregateSpec{Builtins: aggs}}
+	return &jobspec.Node{Name: "per_key", KeyBy: jobspec.KeyFields{"k"}, Window: w, Aggregate: &jobspec.AggregateSpec{Builtins: aggs}}
 }
 
 // harness drives one operator directly, as a task would.

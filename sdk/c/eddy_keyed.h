@@ -96,6 +96,22 @@ int eddy_value_put(eddy_state s, const uint8_t *value, uint32_t len);
 eddy_state eddy_value_state2(const char *name, int64_t ttl_ms, uint32_t schema);
 int32_t eddy_value_get2(eddy_state s, uint8_t **out, uint32_t *schema);
 
+/* Two-input operators (ABI version 5; abi/ABI.md, "Version 5"): Flink's
+ * KeyedCoProcessFunction, on a node with input: [left, right] and
+ * key_by: [left_key, right_key]. Link eddy_keyed_co.c besides eddy_keyed.c
+ * (instead of eddy_keyed_schema.c: version 5 includes version 4, and
+ * linking both fails with a duplicate symbol). The module then exports
+ * eddy_process2, and defines these two in place of eddy_op_process: the
+ * records of the node's first input go to eddy_op_process_left, those of
+ * its second to eddy_op_process_right, with the current key set to the
+ * record's. State and timers are one key space for both inputs:
+ * eddy_op_timer fires once per timer, whichever input set it. */
+#define EDDY_CO_ABI_VERSION 5
+#define EDDY_LEFT 0
+#define EDDY_RIGHT 1
+int eddy_op_process_left(const eddy_record *r);
+int eddy_op_process_right(const eddy_record *r);
+
 /* Iterates the elements of a list or the entries of a map. */
 typedef struct eddy_iter {
     const uint8_t *next;
