@@ -19,7 +19,7 @@ import (
 )
 
 // Queries are the queries with a spec here, in Nexmark's order.
-var Queries = []string{"q0", "q1", "q2", "q5", "q7", "q8", "q11", "q12"}
+var Queries = []string{"q0", "q1", "q2", "q3", "q4", "q5", "q7", "q8", "q11", "q12"}
 
 // Load reads query's spec from dir (the directory of this file) for a run
 // of events events: every node at parallelism p but the sink (1), which
