@@ -131,24 +131,33 @@ func (n *nativeProjection) Process(_ context.Context, in, out *stream.Batch) err
 func (n *nativeProjection) Finish(context.Context, *stream.Batch) error { return nil }
 func (n *nativeProjection) Close() error                                { return nil }
 
-func benchProjection(root string, records, runs int) error {
-	ctx := context.Background()
+// newBenchEngine is the Wasm engine of a part, with its own compilation
+// cache; done closes it and removes the cache.
+func newBenchEngine(ctx context.Context) (engine *host.Engine, done func(), err error) {
 	cfg := host.DefaultConfig()
 	cache, err := os.MkdirTemp("", "eddy-bench-cache")
 	if err != nil {
-		return err
+		return nil, nil, err
 	}
-	defer os.RemoveAll(cache)
 	cfg.CacheDir = cache
 	// A generous deadline: on a shared machine a batch can be descheduled
 	// for a while, and a deadline hit would abort the measurement.
 	cfg.CallTimeout = time.Minute
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	engine, err := host.NewEngine(ctx, cfg)
+	if engine, err = host.NewEngine(ctx, cfg); err != nil {
+		os.RemoveAll(cache)
+		return nil, nil, err
+	}
+	return engine, func() { engine.Close(ctx); os.RemoveAll(cache) }, nil
+}
+
+func benchProjection(root string, records, runs int) error {
+	ctx := context.Background()
+	engine, done, err := newBenchEngine(ctx)
 	if err != nil {
 		return err
 	}
-	defer engine.Close(ctx)
+	defer done()
 
 	specText := func(module string) string {
 		return fmt.Sprintf(`name: bench-projection

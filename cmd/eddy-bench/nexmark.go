@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,7 +14,6 @@ import (
 	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/window"
 	"github.com/eddy-stream/eddy/examples/nexmark"
-	"github.com/eddy-stream/eddy/host"
 	"github.com/eddy-stream/eddy/state"
 )
 
@@ -34,20 +32,11 @@ var flinkPerCore = map[string]float64{
 // Flink's per-core figure.
 func benchNexmark(root string, events int64, p int, only string) error {
 	ctx := context.Background()
-	cfg := host.DefaultConfig()
-	cache, err := os.MkdirTemp("", "eddy-bench-cache")
+	engine, done, err := newBenchEngine(ctx)
 	if err != nil {
 		return err
 	}
-	defer os.RemoveAll(cache)
-	cfg.CacheDir = cache
-	cfg.CallTimeout = time.Minute
-	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	engine, err := host.NewEngine(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	defer engine.Close(ctx)
+	defer done()
 	dir := filepath.Join(root, "examples", "nexmark")
 	fmt.Printf("nexmark: %d events per query, parallelism %d, Pebble state, discarding sink; events/s per core = events / CPU seconds of the process\n", events, p)
 	fmt.Printf("%-5s %14s %14s %8s %12s %10s %10s %12s\n", "query", "wasm ev/s/core", "native", "wasm/nat", "Flink 2.0", "wasm/Flink", "wall s", "results")

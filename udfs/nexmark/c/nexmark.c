@@ -40,6 +40,7 @@
 #include "eddy.h"
 #include "eddy_json.h"
 #include "eddy_keyed.h"
+#include "nexmark_util.h"
 
 enum { Q_BIDS, Q_PERSONS, Q_AUCTIONS, Q0, Q1, Q2, Q4AVG, Q5, Q7, Q8, Q12 };
 
@@ -49,10 +50,6 @@ static int query = -1;
 static int64_t window_ms;     /* q7, q8, q12; bids with key_window_ms */
 static eddy_state st;         /* the keyed queries' one value state */
 static eddy_buf out, scratch; /* the output value; the state being built */
-
-static int lit_equal(eddy_json_span raw, const char *s) {
-    return eddy_json_equal(raw, (const uint8_t *)s, (uint32_t)strlen(s));
-}
 
 int eddy_op_open(const uint8_t *config, uint32_t len) {
     eddy_json_iter it;
@@ -107,31 +104,7 @@ int eddy_op_open(const uint8_t *config, uint32_t len) {
 
 /* ---- small writers ---- */
 
-static int put(eddy_buf *b, const void *p, uint32_t n) { return eddy_buf_append(b, p, n); }
-static int puts_(eddy_buf *b, const char *s) { return put(b, s, (uint32_t)strlen(s)); }
-
-static int put_int(eddy_buf *b, int64_t v) {
-    char tmp[24];
-    int n = 0;
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do {
-        tmp[sizeof tmp - 1 - n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0) tmp[sizeof tmp - 1 - n++] = '-';
-    return put(b, tmp + sizeof tmp - n, (uint32_t)n);
-}
-
 static int put_span(eddy_buf *b, eddy_json_span s) { return put(b, s.ptr, s.len); }
-
-/* A raw JSON number as an int64 (the model's ids, prices and times are
- * integers below 2^53); 0 when it is not one. */
-static int as_int(eddy_json_span s, int64_t *v) {
-    double d;
-    if (s.ptr == NULL || eddy_json_kind_of(s) != EDDY_JSON_NUMBER || !eddy_json_number(s, &d) || d != trunc(d)) return 0;
-    *v = (int64_t)d;
-    return 1;
-}
 
 /* ---- the stateless queries ---- */
 
@@ -239,16 +212,6 @@ static int stateless(const eddy_record *r) {
 
 /* ---- the keyed queries: state is [int64 a][int64 b][entries: uint32 len, bytes] ---- */
 
-static int64_t rd64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
-    return (int64_t)v;
-}
-
-static void wr64(uint8_t *p, int64_t v) {
-    for (int i = 0; i < 8; i++) p[i] = (uint8_t)((uint64_t)v >> (8 * i));
-}
-
 static uint32_t rd32(const uint8_t *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
 
 static int put_entry(eddy_buf *b, const uint8_t *p, uint32_t n) {
@@ -262,13 +225,6 @@ static int load(uint8_t **v, int32_t *n) {
     if (*n == EDDY_ERROR) return 1;
     if (*n == EDDY_ABSENT || *n < 16) *n = 0;
     return 0;
-}
-
-/* A field of the object in value, or a NULL span. */
-static eddy_json_span field(const uint8_t *v, uint32_t n, const char *name) {
-    eddy_json_span s = {0, 0};
-    if (eddy_json_lookup(v, n, (const uint8_t *)name, (uint32_t)strlen(name), &s) != EDDY_JSON_FIELD) s.ptr = NULL;
-    return s;
 }
 
 static int bad(const char *what) {

@@ -28,16 +28,13 @@
 #include "eddy.h"
 #include "eddy_json.h"
 #include "eddy_keyed.h"
+#include "nexmark_util.h"
 
 enum { Q3 = 3, Q4 = 4 };
 
 static int query;
 static eddy_state one, many; /* q3: person, pending auctions; q4: auction, pending bids */
 static eddy_buf out, scratch;
-
-static int lit_equal(eddy_json_span raw, const char *s) {
-    return eddy_json_equal(raw, (const uint8_t *)s, (uint32_t)strlen(s));
-}
 
 int eddy_op_open(const uint8_t *config, uint32_t len) {
     eddy_json_iter it;
@@ -73,47 +70,9 @@ int eddy_op_open(const uint8_t *config, uint32_t len) {
     return one && many ? 0 : 1;
 }
 
-static int put(eddy_buf *b, const void *p, uint32_t n) { return eddy_buf_append(b, p, n); }
-static int puts_(eddy_buf *b, const char *s) { return put(b, s, (uint32_t)strlen(s)); }
-
-static int put_int(eddy_buf *b, int64_t v) {
-    char tmp[24];
-    int n = 0;
-    uint64_t u = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-    do {
-        tmp[sizeof tmp - 1 - n++] = (char)('0' + u % 10);
-        u /= 10;
-    } while (u);
-    if (v < 0) tmp[sizeof tmp - 1 - n++] = '-';
-    return put(b, tmp + sizeof tmp - n, (uint32_t)n);
-}
-
-static eddy_json_span field(const uint8_t *v, uint32_t n, const char *name) {
-    eddy_json_span s = {0, 0};
-    if (eddy_json_lookup(v, n, (const uint8_t *)name, (uint32_t)strlen(name), &s) != EDDY_JSON_FIELD) s.ptr = NULL;
-    return s;
-}
-
-static int as_int(eddy_json_span s, int64_t *v) {
-    double d;
-    if (s.ptr == NULL || eddy_json_kind_of(s) != EDDY_JSON_NUMBER || !eddy_json_number(s, &d) || d != trunc(d)) return 0;
-    *v = (int64_t)d;
-    return 1;
-}
-
 static int bad(const char *what) {
     eddy_fail("nexmark-join: q%d: %s", query, what);
     return 1;
-}
-
-static void wr64(uint8_t *p, int64_t v) {
-    for (int i = 0; i < 8; i++) p[i] = (uint8_t)((uint64_t)v >> (8 * i));
-}
-
-static int64_t rd64(const uint8_t *p) {
-    uint64_t v = 0;
-    for (int i = 7; i >= 0; i--) v = v << 8 | p[i];
-    return (int64_t)v;
 }
 
 /* ---- q3: the person's state is "" (not of OR, ID, CA) or its output
