@@ -11,7 +11,7 @@ import (
 	"github.com/eddy-stream/eddy/dataflow"
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/dataflow/stream"
-	"github.com/eddy-stream/eddy/udfs/nexmark/native"
+	"github.com/eddy-stream/eddy/examples/nexmark/native"
 )
 
 // Run runs spec (from Load, its sink writing to out) to its end with opts
@@ -54,7 +54,7 @@ func readLines(out string) ([][]byte, error) {
 }
 
 // Native replaces every wasm node of spec with the same logic as a native
-// Go operator (udfs/nexmark/native), for dataflow.Options.NativeOperators:
+// Go operator (examples/nexmark/native), for dataflow.Options.NativeOperators:
 // the node's module becomes "native:<node>". The two-input parts of q3
 // and q4 stay Wasm.
 func Native(spec *jobspec.Spec) (map[string]func() stream.Operator, error) {

@@ -27,7 +27,7 @@
  *          window_ms, emits {bidder, bid_count, starttime, endtime}
  *
  * The Go reference in examples/nexmark computes the same from the events
- * without Eddy; the native Go operators in udfs/nexmark/native are the
+ * without Eddy; the native Go operators in examples/nexmark/native are the
  * same logic for `make bench-nexmark`. Change them together.
  *
  * clang --target=wasm32-wasi -mexec-model=reactor -O2 -I sdk/c -o nexmark-c.wasm \
