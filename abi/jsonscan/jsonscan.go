@@ -333,20 +333,24 @@ func KindOf(v []byte) Kind {
 }
 
 // Iter walks the members of an object or the elements of an array. The
-// container must be the whole input, optionally surrounded by whitespace;
-// anything else is reported as Malformed once the iteration reaches it.
+// container must be the whole input, optionally surrounded by whitespace
+// (or, for an iterator from Enter, a value inside another); anything else
+// is reported as Malformed once the iteration reaches it.
 type Iter struct {
 	buf    []byte
 	pos    int
 	object bool
+	nested bool
 	state  int8
 }
 
 const (
 	iterFirst int8 = iota // before the first member
 	iterMore              // after a member
-	iterDone              // the container was closed and only whitespace followed
+	iterDone              // the container was closed (and, at the top, only whitespace followed)
 	iterBad               // malformed
+	iterValue             // after a key (NextKey): at the member's value
+	iterInner             // an inner iterator (Enter) is on the pending value
 )
 
 // Objects returns an iterator over the members of the object in b and
@@ -374,11 +378,29 @@ func Elements(b []byte) (Iter, bool) {
 // returns End after the last member once the whole input has been checked,
 // and Malformed (then forever) when the input is not valid.
 func (it *Iter) Next() (key, value []byte, st Step) {
+	if key, st = it.NextKey(); st != Field {
+		return nil, nil, st
+	}
+	value, st = it.Value()
+	return key, value, st
+}
+
+// NextKey is Next without the value: it returns the next member's name
+// and leaves the iterator at its value, which the caller takes with Value
+// (scanned to its end, as Next does) or, when it is an object or an array,
+// iterates in place with Enter, so that a nested container is read once;
+// or skips, by calling NextKey or Next again.
+func (it *Iter) NextKey() (key []byte, st Step) {
+	if it.state == iterValue {
+		if _, st = it.Value(); st != Field {
+			return nil, st
+		}
+	}
 	switch it.state {
 	case iterDone:
-		return nil, nil, End
-	case iterBad:
-		return nil, nil, Malformed
+		return nil, End
+	case iterBad, iterInner:
+		return it.failKey()
 	}
 	b := it.buf
 	i := skipSpace(b, it.pos)
@@ -387,44 +409,91 @@ func (it *Iter) Next() (key, value []byte, st Step) {
 		closer = '}'
 	}
 	if i < len(b) && b[i] == closer {
-		if skipSpace(b, i+1) != len(b) {
-			return it.fail()
+		if !it.nested && skipSpace(b, i+1) != len(b) {
+			return it.failKey()
 		}
-		it.state = iterDone
-		return nil, nil, End
+		it.pos, it.state = i+1, iterDone
+		return nil, End
 	}
 	if it.state == iterMore {
 		if i >= len(b) || b[i] != ',' {
-			return it.fail()
+			return it.failKey()
 		}
 		i = skipSpace(b, i+1)
 	}
 	if it.object {
 		if i >= len(b) || b[i] != '"' {
-			return it.fail()
+			return it.failKey()
 		}
 		keyEnd := stringEnd(b, i)
 		if keyEnd < 0 {
-			return it.fail()
+			return it.failKey()
 		}
 		key = b[i:keyEnd:keyEnd]
 		i = skipSpace(b, keyEnd)
 		if i >= len(b) || b[i] != ':' {
-			return it.fail()
+			return it.failKey()
 		}
 		i = skipSpace(b, i+1)
 	}
-	end := ValueEnd(b, i)
-	if end < 0 {
-		return it.fail()
-	}
-	it.pos, it.state = end, iterMore
-	return key, b[i:end:end], Field
+	it.pos, it.state = i, iterValue
+	return key, Field
 }
 
-func (it *Iter) fail() ([]byte, []byte, Step) {
+// Value returns the pending value of NextKey.
+func (it *Iter) Value() ([]byte, Step) {
+	if it.state != iterValue {
+		_, st := it.failKey()
+		return nil, st
+	}
+	b, i := it.buf, it.pos
+	end := ValueEnd(b, i)
+	if end < 0 {
+		_, st := it.failKey()
+		return nil, st
+	}
+	it.pos, it.state = end, iterMore
+	return b[i:end:end], Field
+}
+
+// Enter returns an iterator over the pending value of NextKey when it is
+// an object or an array, without scanning it; it reports false (and it is
+// unchanged) otherwise. it goes on only after Leave. A caller that has
+// what it needs may stop at any point instead: what it has not read is
+// then not checked.
+func (it *Iter) Enter() (Iter, bool) {
+	if it.state != iterValue || it.pos >= len(it.buf) || (it.buf[it.pos] != '{' && it.buf[it.pos] != '[') {
+		return Iter{state: iterBad}, false
+	}
+	inner := Iter{buf: it.buf, pos: it.pos + 1, object: it.buf[it.pos] == '{', nested: true}
+	it.state = iterInner
+	return inner, true
+}
+
+// Leave continues it after the value inner iterates, finishing inner
+// first if it has not ended; false when that value is malformed.
+func (it *Iter) Leave(inner *Iter) bool {
+	if it.state != iterInner || !inner.nested {
+		it.state = iterBad
+		return false
+	}
+	for {
+		_, st := inner.NextKey()
+		if st == Malformed {
+			it.state = iterBad
+			return false
+		}
+		if st == End {
+			break
+		}
+	}
+	it.pos, it.state = inner.pos, iterMore
+	return true
+}
+
+func (it *Iter) failKey() ([]byte, Step) {
 	it.state = iterBad
-	return nil, nil, Malformed
+	return nil, Malformed
 }
 
 // Lookup returns the value of the first member called name (compared after

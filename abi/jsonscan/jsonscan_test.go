@@ -1,6 +1,7 @@
 package jsonscan
 
 import (
+	"bytes"
 	"encoding/json"
 	"math"
 	"strings"
@@ -305,12 +306,119 @@ func FuzzScan(f *testing.F) {
 				t.Fatalf("ParseNumber(%s) fails on a valid number", b)
 			}
 		}
+		// Walked in place (Enter/Leave), a container rebuilds into
+		// encoding/json's Compact form exactly when it is valid.
+		if tb := trim(b); depth(b) <= MaxDepth && len(tb) > 0 && (tb[0] == '{' || tb[0] == '[') {
+			got, ok := walkInPlace(b)
+			var want bytes.Buffer
+			if wantOK := json.Compact(&want, b) == nil; ok != wantOK || (ok && string(got) != want.String()) {
+				t.Fatalf("walked in place, %q gives %q (valid %v); encoding/json: %q (valid %v)", b, got, ok, want.Bytes(), wantOK)
+			}
+		}
 		// Total on any bytes, valid or not.
 		Equal(b, b)
 		AppendUnquote(nil, b)
 		ParseNumber(b)
 		Lookup(b, []byte("a"))
 	})
+}
+
+// walkInPlace rebuilds the container b compact from the spans of
+// NextKey, Value, Enter and Leave, entering every nested container.
+func walkInPlace(b []byte) ([]byte, bool) {
+	it, ok := Objects(b)
+	if !ok {
+		if it, ok = Elements(b); !ok {
+			return nil, false
+		}
+	}
+	var walk func(it *Iter, out []byte) ([]byte, bool)
+	walk = func(it *Iter, out []byte) ([]byte, bool) {
+		open, close := byte('['), byte(']')
+		if it.object {
+			open, close = '{', '}'
+		}
+		out = append(out, open)
+		for n := 0; ; n++ {
+			k, st := it.NextKey()
+			if st == End {
+				return append(out, close), true
+			}
+			if st == Malformed {
+				return out, false
+			}
+			if n > 0 {
+				out = append(out, ',')
+			}
+			if it.object {
+				out = append(append(out, k...), ':')
+			}
+			if in, ok := it.Enter(); ok {
+				if out, ok = walk(&in, out); !ok || !it.Leave(&in) {
+					return out, false
+				}
+				continue
+			}
+			v, st := it.Value()
+			if st != Field {
+				return out, false
+			}
+			out = append(out, v...)
+		}
+	}
+	return walk(&it, nil)
+}
+
+// TestEnterLeave: iterating nested containers in place rebuilds the
+// input, checks all of it, and Leave finishes an inner iterator left
+// early; an early stop leaves the rest unread.
+func TestEnterLeave(t *testing.T) {
+	for _, c := range []struct {
+		in string
+		ok bool
+	}{
+		{`{"a":{"b":[1,{"c":"d"}]},"e":[]}`, true}, {` [ [ ] , { } ] `, true}, {`{"a":{"b":1}} x`, false},
+		{`{"a":{"b":1}`, false}, {`{"a":{"b":1]}`, false}, {`{"a":[1,}`, false}, {`[{"a":1},{"b":2}`, false},
+	} {
+		got, ok := walkInPlace([]byte(c.in))
+		var want bytes.Buffer
+		if ok != c.ok || (ok && (json.Compact(&want, []byte(c.in)) != nil || string(got) != want.String())) {
+			t.Errorf("%s: walked %q, ok %v; want ok %v", c.in, got, ok, c.ok)
+		}
+	}
+	// Leave without reading the inner object skips it and checks it.
+	for in, want := range map[string]bool{`{"a":{"x":[1,2]},"b":3}`: true, `{"a":{"x":[1,2},"b":3}`: false} {
+		it, _ := Objects([]byte(in))
+		it.NextKey()
+		inner, ok := it.Enter()
+		if !ok || it.Leave(&inner) != want {
+			t.Errorf("%s: Leave = %v, want %v", in, !want, want)
+			continue
+		}
+		if want {
+			if k, _ := it.NextKey(); string(k) != `"b"` {
+				t.Errorf("%s: after Leave the next key is %s", in, k)
+			}
+		}
+	}
+	// Not a container: Enter refuses and the value is still there.
+	it, _ := Objects([]byte(`{"a":1}`))
+	it.NextKey()
+	if _, ok := it.Enter(); ok {
+		t.Fatal("Enter on a number")
+	}
+	if v, st := it.Value(); st != Field || string(v) != "1" {
+		t.Fatalf("Value after a refused Enter = %q %v", v, st)
+	}
+	// Misuse: Next while an inner iterator is open is malformed.
+	it, _ = Objects([]byte(`{"a":{},"b":1}`))
+	it.NextKey()
+	if _, ok := it.Enter(); !ok {
+		t.Fatal("Enter on an object")
+	}
+	if _, _, st := it.Next(); st != Malformed {
+		t.Fatalf("Next with an inner iterator open = %v", st)
+	}
 }
 
 func trim(b []byte) []byte { return []byte(strings.Trim(string(b), " \t\r\n")) }

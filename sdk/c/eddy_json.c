@@ -210,13 +210,16 @@ eddy_json_kind eddy_json_kind_of(eddy_json_span v) {
     return EDDY_JSON_INVALID;
 }
 
-enum { ITER_FIRST, ITER_MORE, ITER_DONE, ITER_BAD };
+/* ITER_VALUE: a key has been read and the iterator is at its value;
+ * ITER_INNER: an inner iterator is on that value (eddy_json_enter). */
+enum { ITER_FIRST, ITER_MORE, ITER_DONE, ITER_BAD, ITER_VALUE, ITER_INNER };
 
 static int iter_begin(eddy_json_iter *it, const uint8_t *b, uint32_t len, uint8_t open, int object) {
     int64_t i = skip_space(b, len, 0);
     it->buf = b;
     it->len = len;
     it->object = object;
+    it->nested = 0;
     if (i >= (int64_t)len || b[i] != open) {
         it->state = ITER_BAD;
         return 0;
@@ -239,15 +242,32 @@ static int iter_fail(eddy_json_iter *it) {
     return EDDY_JSON_MALFORMED;
 }
 
-int eddy_json_next(eddy_json_iter *it, eddy_json_span *key, eddy_json_span *value) {
+int eddy_json_value(eddy_json_iter *it, eddy_json_span *value) {
+    int64_t end;
+    if (it->state != ITER_VALUE) return iter_fail(it);
+    end = value_end(it->buf, it->len, it->pos);
+    if (end < 0) return iter_fail(it);
+    value->ptr = it->buf + it->pos;
+    value->len = (uint32_t)(end - it->pos);
+    it->pos = end;
+    it->state = ITER_MORE;
+    return EDDY_JSON_FIELD;
+}
+
+int eddy_json_next_key(eddy_json_iter *it, eddy_json_span *key) {
     const uint8_t *b = it->buf;
-    int64_t n = it->len, i, end;
+    int64_t n = it->len, i;
     uint8_t closer = it->object ? '}' : ']';
+    if (it->state == ITER_VALUE) {
+        eddy_json_span skipped;
+        if (eddy_json_value(it, &skipped) != EDDY_JSON_FIELD) return EDDY_JSON_MALFORMED;
+    }
     if (it->state == ITER_DONE) return EDDY_JSON_END;
-    if (it->state == ITER_BAD) return EDDY_JSON_MALFORMED;
+    if (it->state == ITER_BAD || it->state == ITER_INNER) return iter_fail(it);
     i = skip_space(b, n, it->pos);
     if (i < n && b[i] == closer) {
-        if (skip_space(b, n, i + 1) != n) return iter_fail(it);
+        if (!it->nested && skip_space(b, n, i + 1) != n) return iter_fail(it);
+        it->pos = i + 1;
         it->state = ITER_DONE;
         return EDDY_JSON_END;
     }
@@ -269,13 +289,48 @@ int eddy_json_next(eddy_json_iter *it, eddy_json_span *key, eddy_json_span *valu
         if (i >= n || b[i] != ':') return iter_fail(it);
         i = skip_space(b, n, i + 1);
     }
-    end = value_end(b, n, i);
-    if (end < 0) return iter_fail(it);
-    value->ptr = b + i;
-    value->len = (uint32_t)(end - i);
-    it->pos = end;
-    it->state = ITER_MORE;
+    it->pos = i;
+    it->state = ITER_VALUE;
     return EDDY_JSON_FIELD;
+}
+
+int eddy_json_next(eddy_json_iter *it, eddy_json_span *key, eddy_json_span *value) {
+    int st = eddy_json_next_key(it, key);
+    if (st != EDDY_JSON_FIELD) return st;
+    return eddy_json_value(it, value);
+}
+
+int eddy_json_enter(eddy_json_iter *it, eddy_json_iter *inner) {
+    uint8_t c;
+    if (it->state != ITER_VALUE || it->pos >= it->len) return 0;
+    c = it->buf[it->pos];
+    if (c != '{' && c != '[') return 0;
+    inner->buf = it->buf;
+    inner->len = it->len;
+    inner->pos = it->pos + 1;
+    inner->object = c == '{';
+    inner->state = ITER_FIRST;
+    inner->nested = 1;
+    it->state = ITER_INNER;
+    return 1;
+}
+
+int eddy_json_leave(eddy_json_iter *it, eddy_json_iter *inner) {
+    if (it->state != ITER_INNER || inner->buf != it->buf || !inner->nested) {
+        iter_fail(it);
+        return 0;
+    }
+    for (;;) {
+        int st = eddy_json_next_key(inner, NULL);
+        if (st == EDDY_JSON_END) break;
+        if (st == EDDY_JSON_MALFORMED) {
+            iter_fail(it);
+            return 0;
+        }
+    }
+    it->pos = inner->pos;
+    it->state = ITER_MORE;
+    return 1;
 }
 
 int eddy_json_lookup(const uint8_t *b, uint32_t len, const uint8_t *name, uint32_t name_len,

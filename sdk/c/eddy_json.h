@@ -53,7 +53,8 @@ typedef enum eddy_json_kind {
 #define EDDY_JSON_FIELD 1        /* a member was returned / found */
 
 /* Iterator over an object's members or an array's elements. The container
- * must be the whole input, optionally surrounded by whitespace. Treat the
+ * must be the whole input, optionally surrounded by whitespace (or, for an
+ * iterator made by eddy_json_enter, a value inside another). Treat the
  * fields as private. */
 typedef struct eddy_json_iter {
     const uint8_t *buf;
@@ -61,6 +62,7 @@ typedef struct eddy_json_iter {
     int64_t pos;
     int object;
     int state;
+    int nested;
 } eddy_json_iter;
 
 /* Returns the index just after the JSON value starting at b[i] (no leading
@@ -83,6 +85,25 @@ int eddy_json_elements(eddy_json_iter *it, const uint8_t *b, uint32_t len);
  * EDDY_JSON_END after the last member once the whole input has been checked,
  * or EDDY_JSON_MALFORMED (then forever). */
 int eddy_json_next(eddy_json_iter *it, eddy_json_span *key, eddy_json_span *value);
+
+/* One pass over nested values, without scanning a container twice:
+ * eddy_json_next_key returns the next member's raw key (empty for an
+ * array) like eddy_json_next, and leaves the iterator at its value. The
+ * caller then takes the value with eddy_json_value (scanned to its end, as
+ * eddy_json_next does), or, when it is an object or an array, iterates it in
+ * place with eddy_json_enter; or calls eddy_json_next_key or eddy_json_next
+ * again, which skip it. */
+int eddy_json_next_key(eddy_json_iter *it, eddy_json_span *key);
+int eddy_json_value(eddy_json_iter *it, eddy_json_span *value);
+
+/* eddy_json_enter starts inner on the pending value when it is an object
+ * (or an array) and returns 1; else 0, and it is unchanged. it can go on
+ * only after eddy_json_leave(it, inner), which continues after the value
+ * (finishing inner first if it has not ended) and returns 0 if the value
+ * was malformed. A caller that has what it needs may stop at any point
+ * instead: what it has not read is then not checked. */
+int eddy_json_enter(eddy_json_iter *it, eddy_json_iter *inner);
+int eddy_json_leave(eddy_json_iter *it, eddy_json_iter *inner);
 
 /* The value of the first member called name (compared after unescaping) of
  * the object in b, checking the whole object: EDDY_JSON_FIELD when found,

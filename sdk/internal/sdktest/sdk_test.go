@@ -70,6 +70,7 @@ func buildWasm(t *testing.T) map[string][]byte {
 		"c" + keyedSuffix:  {"testdata/ckeyed.c", "../../c/eddy.c", "../../c/eddy_keyed.c"},
 		"c" + aggSuffix:    {"testdata/cagg.c", "../../c/eddy.c", "../../c/eddy_aggregate.c", "../../c/eddy_json.c"},
 		"c" + windowSuffix: {"testdata/cwindow.c", "../../c/eddy.c", "../../c/eddy_window.c"},
+		"c" + jsonSuffix:   {"testdata/cjson.c", "../../c/eddy.c", "../../c/eddy_json.c"},
 	} {
 		out := filepath.Join(dir, name+".wasm")
 		args := append([]string{"--target=wasm32-wasi", "-mexec-model=reactor", "-O2", "-mbulk-memory", "-std=c99",

@@ -108,13 +108,32 @@ static int put_span(eddy_buf *b, eddy_json_span s) { return put(b, s.ptr, s.len)
 
 /* ---- the stateless queries ---- */
 
-/* The object under name in an event, or a NULL span. */
-static eddy_json_span inner(const eddy_record *r, const char *name) {
-    eddy_json_span v = {0, 0};
-    if (eddy_json_lookup(r->value, r->value_len, (const uint8_t *)name, (uint32_t)strlen(name), &v) != EDDY_JSON_FIELD ||
-        eddy_json_kind_of(v) != EDDY_JSON_OBJECT) {
-        v.ptr = NULL;
+/* Events are read in one pass, as Flink's Nexmark views select them
+ * (WHERE event_type = N): an event whose event_type is not the one
+ * wanted is dropped as soon as that member is read, without scanning the
+ * rest; the wanted member is then taken or iterated in place. A record
+ * that is not such an event, or malformed before the member wanted, is
+ * dropped too (the source makes none). */
+static int event_type_is(eddy_json_iter *top, int type) {
+    eddy_json_span v;
+    return eddy_json_value(top, &v) == EDDY_JSON_FIELD && v.len == 1 && v.ptr[0] == (uint8_t)('0' + type);
+}
+
+/* The object under name in an event of type, or a NULL span. */
+static eddy_json_span inner(const eddy_record *r, int type, const char *name) {
+    eddy_json_iter top;
+    eddy_json_span key, v = {0, 0};
+    if (!eddy_json_objects(&top, r->value, r->value_len)) return v;
+    while (eddy_json_next_key(&top, &key) == EDDY_JSON_FIELD) {
+        if (lit_equal(key, "event_type")) {
+            if (!event_type_is(&top, type)) break;
+        } else if (lit_equal(key, name)) {
+            if (eddy_json_value(&top, &v) != EDDY_JSON_FIELD || eddy_json_kind_of(v) != EDDY_JSON_OBJECT) break;
+            return v;
+        }
     }
+    v.ptr = NULL;
+    v.len = 0;
     return v;
 }
 
@@ -123,22 +142,53 @@ typedef struct bid {
     eddy_json_span auction, bidder, price, date_time, extra;
 } bid;
 
+static void bid_member(bid *b, eddy_json_span key, eddy_json_span v) {
+    if (lit_equal(key, "auction")) b->auction = v;
+    else if (lit_equal(key, "bidder")) b->bidder = v;
+    else if (lit_equal(key, "price")) b->price = v;
+    else if (lit_equal(key, "dateTime")) b->date_time = v;
+    else if (lit_equal(key, "extra")) b->extra = v;
+}
+
+static int bid_complete(const bid *b) {
+    return b->auction.ptr && b->bidder.ptr && b->price.ptr && b->date_time.ptr && b->extra.ptr;
+}
+
+/* The fields of a bid object (a bid q7 kept in its state). */
 static int bid_fields(eddy_json_span obj, bid *b) {
     eddy_json_iter it;
     eddy_json_span key, v;
+    int st;
     memset(b, 0, sizeof *b);
     if (!eddy_json_objects(&it, obj.ptr, obj.len)) return 0;
-    for (;;) {
-        int s = eddy_json_next(&it, &key, &v);
-        if (s == EDDY_JSON_END) break;
-        if (s == EDDY_JSON_MALFORMED) return 0;
-        if (lit_equal(key, "auction")) b->auction = v;
-        else if (lit_equal(key, "bidder")) b->bidder = v;
-        else if (lit_equal(key, "price")) b->price = v;
-        else if (lit_equal(key, "dateTime")) b->date_time = v;
-        else if (lit_equal(key, "extra")) b->extra = v;
+    while ((st = eddy_json_next(&it, &key, &v)) == EDDY_JSON_FIELD) bid_member(b, key, v);
+    return st == EDDY_JSON_END && bid_complete(b);
+}
+
+/* The bid of a bid event, its object iterated in place: 1 with every
+ * field, or with auction and price only when !all (q2 stops there); 0 when
+ * the record is not a bid event; -1 when the bid lacks a field. */
+static int read_bid(const eddy_record *r, bid *b, int all) {
+    eddy_json_iter top, in;
+    eddy_json_span key, v;
+    int st;
+    memset(b, 0, sizeof *b);
+    if (!eddy_json_objects(&top, r->value, r->value_len)) return 0;
+    while (eddy_json_next_key(&top, &key) == EDDY_JSON_FIELD) {
+        if (lit_equal(key, "event_type")) {
+            if (!event_type_is(&top, 2)) return 0;
+            continue;
+        }
+        if (!lit_equal(key, "bid")) continue;
+        if (!eddy_json_enter(&top, &in) || !in.object) return 0;
+        while ((st = eddy_json_next(&in, &key, &v)) == EDDY_JSON_FIELD) {
+            bid_member(b, key, v);
+            if (!all && b->auction.ptr && b->price.ptr) return 1;
+        }
+        if (st == EDDY_JSON_MALFORMED) return 0;
+        return bid_complete(b) ? 1 : -1;
     }
-    return b->auction.ptr && b->bidder.ptr && b->price.ptr && b->date_time.ptr && b->extra.ptr;
+    return 0;
 }
 
 /* {auction, bidder, price, dateTime, extra}; price_milli >= 0 writes the
@@ -170,10 +220,10 @@ static int stateless(const eddy_record *r) {
     switch (query) {
     case Q_PERSONS:
     case Q_AUCTIONS:
-        obj = inner(r, query == Q_PERSONS ? "person" : "auction");
+        obj = query == Q_PERSONS ? inner(r, 0, "person") : inner(r, 1, "auction");
         return obj.ptr ? eddy_emit_kv(r->key, r->key_len, obj.ptr, obj.len, r->timestamp) : 0;
     case Q_BIDS:
-        obj = inner(r, "bid");
+        obj = inner(r, 2, "bid");
         if (!obj.ptr) return 0;
         if (window_ms) {
             int64_t start = r->timestamp - (r->timestamp % window_ms + window_ms) % window_ms;
@@ -182,9 +232,10 @@ static int stateless(const eddy_record *r) {
         }
         return eddy_emit_kv(r->key, r->key_len, obj.ptr, obj.len, r->timestamp);
     }
-    obj = inner(r, "bid");
-    if (!obj.ptr) return 0;
-    if (!bid_fields(obj, &b)) {
+    switch (read_bid(r, &b, query != Q2)) {
+    case 0:
+        return 0;
+    case -1:
         eddy_fail("nexmark: %s: a bid without auction, bidder, price, dateTime or extra", names[query]);
         return 1;
     }
