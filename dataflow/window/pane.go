@@ -207,7 +207,7 @@ func (o *Operator) flushFixed(in *stream.Batch) error {
 	var res [][]byte // a Wasm aggregate's new accumulators, per (key, pane)
 	if o.aggs.udf != nil {
 		var err error
-		if res, err = o.addGroups(in); err != nil {
+		if res, err = o.addPanes(in); err != nil {
 			return err
 		}
 	}
