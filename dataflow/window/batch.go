@@ -5,9 +5,10 @@ package window
 // by key, each key's state read and written once, and added with one
 // eddy_agg_add call, a group per (key, window). The per-record path
 // (addSession, addGlobal) stays the model: the results, their order and
-// every accumulator are the ones it gives, call for call of the module —
-// each group starts from the accumulator the per-record path would add
-// the group's first record to, and adds the records in arrival order.
+// every accumulator are the ones it gives (the same folds and merges, in
+// fewer calls): each group starts from the accumulator the per-record
+// path would add the group's first record to, and adds the records in
+// arrival order.
 
 import (
 	"bytes"
@@ -39,7 +40,8 @@ type simKey struct {
 }
 
 // globalFiring is a global window that fired in a batch: the record that
-// completed it, its span and count, and its accumulator, o.firedAccs[from:to].
+// completed it, its span and count, and its accumulator,
+// o.firedAccs[accFrom:accTo].
 type globalFiring struct {
 	rec            int
 	minTs, maxTs   int64
@@ -89,9 +91,7 @@ func (o *Operator) flushSessions(in *stream.Batch) error {
 	if len(o.pending) == 0 {
 		return nil
 	}
-	o.sortIn = in
-	slices.SortFunc(o.pending, o.byKeyPane) // by key, then arrival: pane is 0
-	o.sortIn = nil
+	o.sortPending(in, o.pending) // by key, then arrival: pane is 0
 	for len(o.pending) > 0 {
 		if err := o.sessionRound(in); err != nil {
 			return err
@@ -198,9 +198,7 @@ plan:
 	for k := i; k < cut; k++ {
 		o.pending[k].pane = o.idStart[o.pending[k].pane]
 	}
-	o.sortIn = in
-	slices.SortFunc(o.pending[i:cut], o.byKeyPane)
-	o.sortIn = nil
+	o.sortPending(in, o.pending[i:cut])
 
 	u := o.aggs.udf
 	k := i
@@ -298,9 +296,7 @@ func (o *Operator) processGlobal(in, out *stream.Batch) error {
 	if len(o.pending) == 0 {
 		return nil
 	}
-	o.sortIn = in
-	slices.SortFunc(o.pending, o.byKeyPane)
-	o.sortIn = nil
+	o.sortPending(in, o.pending)
 
 	u := o.aggs.udf
 	u.startGroups()

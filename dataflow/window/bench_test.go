@@ -35,27 +35,7 @@ func BenchmarkSlidingCountHotKeys(b *testing.B) { benchSlidingCount(b, 100) }
 // eddy_agg_add per input batch, a group per key and pane; one
 // eddy_agg_merge per pane of a firing window).
 func BenchmarkSlidingWasmAggregate(b *testing.B) {
-	ctx := context.Background()
-	e, err := host.NewEngine(ctx, host.Config{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer e.Close(ctx)
-	for _, name := range []string{"builtin", "card-stats-c", "card-stats-go"} {
-		b.Run(name, func(b *testing.B) {
-			node := windowNode(sliding(10*60_000, 60_000), "count", "sum(amount)", "max(amount)")
-			var modules map[string]*host.Module
-			if name != "builtin" {
-				m, err := e.Load(ctx, "../../udfs/build/"+name+".wasm")
-				if err != nil {
-					b.Fatal(err)
-				}
-				modules = map[string]*host.Module{name: m}
-				node.Aggregate = &jobspec.AggregateSpec{Wasm: &jobspec.WasmSpec{Module: name}, Name: "stats"}
-			}
-			benchSliding(b, 100, node, modules)
-		})
-	}
+	benchWasmAggregate(b, sliding(10*60_000, 60_000), 100, nil)
 }
 
 // BenchmarkSessionWasmAggregate is BenchmarkSlidingWasmAggregate over
@@ -104,11 +84,7 @@ func benchWasmAggregate(b *testing.B, w *jobspec.WindowSpec, keys int, keyOf fun
 }
 
 func benchSlidingCount(b *testing.B, keys int) {
-	benchSliding(b, keys, windowNode(sliding(10*60_000, 60_000), "count"), nil)
-}
-
-func benchSliding(b *testing.B, keys int, node *jobspec.Node, modules map[string]*host.Module) {
-	benchWindow(b, keys, node, modules, nil)
+	benchWindow(b, keys, windowNode(sliding(10*60_000, 60_000), "count"), nil, nil)
 }
 
 // benchWindow feeds node batches of 256 records 10 ms of event time apart,
