@@ -35,6 +35,31 @@ func BenchmarkSlidingCountHotKeys(b *testing.B) { benchSlidingCount(b, 100) }
 // eddy_agg_add per input batch, a group per key and pane; one
 // eddy_agg_merge per pane of a firing window).
 func BenchmarkSlidingWasmAggregate(b *testing.B) {
+	benchWasmAggregate(b, sliding(10*60_000, 60_000), 100, nil)
+}
+
+// BenchmarkSessionWasmAggregate is BenchmarkSlidingWasmAggregate over
+// session windows with a 10 s gap: 200 keys, of which half are active in
+// each 30 s of event time (a record of each every second), so that every
+// key has sessions of about 30 records that close and fire while the other
+// half's open. Records are in order: no session merges inside a batch.
+func BenchmarkSessionWasmAggregate(b *testing.B) {
+	benchWasmAggregate(b, sessionGap(10_000), 200, func(n int, ts int64) int {
+		half := int(ts/30_000) % 2
+		return half*100 + (n*7919)%100
+	})
+}
+
+// BenchmarkGlobalWasmAggregate is BenchmarkSlidingWasmAggregate over
+// global windows firing every 50 records of a key, 100 keys.
+func BenchmarkGlobalWasmAggregate(b *testing.B) {
+	benchWasmAggregate(b, globalCount(50), 100, nil)
+}
+
+// benchWasmAggregate runs the built-ins and the card-stats modules over
+// window w, with keyOf picking the key of the n-th record at ts (nil: the
+// records spread over the keys).
+func benchWasmAggregate(b *testing.B, w *jobspec.WindowSpec, keys int, keyOf func(n int, ts int64) int) {
 	ctx := context.Background()
 	e, err := host.NewEngine(ctx, host.Config{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -43,7 +68,7 @@ func BenchmarkSlidingWasmAggregate(b *testing.B) {
 	defer e.Close(ctx)
 	for _, name := range []string{"builtin", "card-stats-c", "card-stats-go"} {
 		b.Run(name, func(b *testing.B) {
-			node := windowNode(sliding(10*60_000, 60_000), "count", "sum(amount)", "max(amount)")
+			node := windowNode(w, "count", "sum(amount)", "max(amount)")
 			var modules map[string]*host.Module
 			if name != "builtin" {
 				m, err := e.Load(ctx, "../../udfs/build/"+name+".wasm")
@@ -53,16 +78,23 @@ func BenchmarkSlidingWasmAggregate(b *testing.B) {
 				modules = map[string]*host.Module{name: m}
 				node.Aggregate = &jobspec.AggregateSpec{Wasm: &jobspec.WasmSpec{Module: name}, Name: "stats"}
 			}
-			benchSliding(b, 100, node, modules)
+			benchWindow(b, keys, node, modules, keyOf)
 		})
 	}
 }
 
 func benchSlidingCount(b *testing.B, keys int) {
-	benchSliding(b, keys, windowNode(sliding(10*60_000, 60_000), "count"), nil)
+	benchWindow(b, keys, windowNode(sliding(10*60_000, 60_000), "count"), nil, nil)
 }
 
-func benchSliding(b *testing.B, keys int, node *jobspec.Node, modules map[string]*host.Module) {
+// benchWindow feeds node batches of 256 records 10 ms of event time apart,
+// the watermark 5 s behind after each batch, and reports events/s from the
+// steady state on. keyOf picks the key of the n-th record at ts; nil
+// spreads consecutive records over the keys.
+func benchWindow(b *testing.B, keys int, node *jobspec.Node, modules map[string]*host.Module, keyOf func(n int, ts int64) int) {
+	if keyOf == nil {
+		keyOf = func(n int, _ int64) int { return (n * 7919) % keys }
+	}
 	const (
 		batchSize = 256
 		stepMs    = 10
@@ -83,7 +115,7 @@ func benchSliding(b *testing.B, keys int, node *jobspec.Node, modules map[string
 			batch := func() {
 				in.Reset()
 				for range batchSize {
-					k := (n * 7919) % keys // spread consecutive records over keys
+					k := keyOf(n, ts)
 					in.Add(keyNames[k], values[k], ts)
 					n++
 					ts += stepMs

@@ -6,10 +6,11 @@
 //
 // It is for event-time tumbling, sliding and session windows and for
 // count-triggered global windows over JSON records that the task has
-// already partitioned by key (Record.Key is the key_by key). It is not for
-// processing-time windows, for Wasm aggregate or window functions (New
-// refuses them for now), for custom triggers or evictors, nor for deciding
-// when the watermark advances (the task does, and calls ProcessWatermark).
+// already partitioned by key (Record.Key is the key_by key), aggregated by
+// built-ins or by a Wasm module (an aggregate module or a window function,
+// abi/ABI.md "Version 3"; wasm.go). It is not for processing-time windows,
+// for custom triggers or evictors, nor for deciding when the watermark
+// advances (the task does, and calls ProcessWatermark).
 //
 // # Semantics
 //
@@ -74,7 +75,18 @@
 // owns). Global windows keep a value per key (ns nil), and sessions one
 // value per key holding the key's open sessions with their accumulators,
 // so that merging reads and writes one entry; they fire with event-time
-// timers of the store. Windows fire at end-1 and are cleaned up at
+// timers of the store. With built-ins or a window function they take a
+// batch record by record. With a Wasm aggregate they group its records by
+// key as fixed windows do, one read and write per key, and add them with
+// one eddy_agg_add call, a group per (key, window) (batch.go): a global
+// window's records up to each firing, a session's records in arrival
+// order, starting from the accumulator the record-by-record path would add
+// the first of them to, so that results and accumulators are the same. A
+// record that merges sessions which records of the batch went to needs
+// their accumulators with those records added: it and its key's later
+// records are added by a further call (a round), each such merge costing
+// one; a record behind the watermark, which may be late or fire its
+// session again at once, is added on its own after the records before it. Windows fire at end-1 and are cleaned up at
 // end-1+allowed_lateness; results are emitted in order of time, then key
 // group, then key, as timers pop. A key holds the panes from its oldest
 // window not yet cleaned up to its newest record: its state does not grow

@@ -201,13 +201,11 @@ func (o *Operator) flushFixed(in *stream.Batch) error {
 	if len(o.pending) == 0 {
 		return nil
 	}
-	o.sortIn = in
-	slices.SortFunc(o.pending, o.byKeyPane)
-	o.sortIn = nil
+	o.sortPending(in, o.pending)
 	var res [][]byte // a Wasm aggregate's new accumulators, per (key, pane)
 	if o.aggs.udf != nil {
 		var err error
-		if res, err = o.addGroups(in); err != nil {
+		if res, err = o.addPanes(in); err != nil {
 			return err
 		}
 	}
@@ -256,6 +254,14 @@ func (o *Operator) pendingKey(in *stream.Batch, i int) []byte {
 // samePane reports whether pending record i is of key and pane.
 func (o *Operator) samePane(in *stream.Batch, i int, key []byte, pane int64) bool {
 	return i < len(o.pending) && o.pending[i].pane == pane && bytes.Equal(o.pendingKey(in, i), key)
+}
+
+// sortPending sorts pending records p of batch in by key, pane and
+// arrival.
+func (o *Operator) sortPending(in *stream.Batch, p []pendingAdd) {
+	o.sortIn = in
+	slices.SortFunc(p, o.byKeyPane)
+	o.sortIn = nil
 }
 
 // compareKeyPane orders pending records by key, then pane, then arrival.

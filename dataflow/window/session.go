@@ -39,22 +39,31 @@ func (o *Operator) loadSessions(key []byte) error {
 		o.slots = make([]slot, 2*need)
 	}
 	for i := range int(n) {
-		var s session
+		// Reuse the entries beyond the length, and their accumulators'
+		// bytes.
+		if i < cap(o.sessions) {
+			o.sessions = o.sessions[:i+1]
+		} else {
+			o.sessions = append(o.sessions, session{})
+		}
+		s := &o.sessions[i]
 		if s.start, w = binary.Varint(b); w <= 0 {
+			o.sessions = o.sessions[:0]
 			return errCorrupt
 		}
 		b = b[w:]
 		length, w := binary.Uvarint(b)
 		if w <= 0 || length == 0 || length > math.MaxInt64 || s.start > math.MaxInt64-int64(length) {
+			o.sessions = o.sessions[:0]
 			return errCorrupt
 		}
 		b = b[w:]
 		s.end = s.start + int64(length)
 		s.acc.slots = o.slots[i*k : (i+1)*k : (i+1)*k]
 		if b, err = s.acc.decode(b, o.aggs, false); err != nil {
+			o.sessions = o.sessions[:0]
 			return err
 		}
-		o.sessions = append(o.sessions, s)
 	}
 	if len(b) != 0 {
 		return errCorrupt
@@ -76,29 +85,11 @@ func (o *Operator) appendSession(dst []byte, start, end int64, a *accum) []byte 
 // when it extends or bridges a session still kept.
 func (o *Operator) addSession(r *stream.Record, out *stream.Batch) (bool, error) {
 	ts := r.Timestamp
-	start, end := ts, ts+o.gap
-	if ts > math.MaxInt64-o.gap {
-		end = math.MaxInt64
-	}
+	start, end := ts, o.sessionEnd(ts)
 	if err := o.loadSessions(r.Key); err != nil {
 		return false, o.stateErr(r.Key, start, end, err)
 	}
-	// The sessions touching [start, end) are consecutive in start order:
-	// [first, last]. Without any, the new one goes before index at.
-	first, last, at := -1, -1, len(o.sessions)
-	mStart, mEnd := start, end
-	for i := range o.sessions {
-		s := &o.sessions[i]
-		if s.start <= end && s.end >= start {
-			if first < 0 {
-				first = i
-			}
-			last = i
-			mStart, mEnd = min(mStart, s.start), max(mEnd, s.end)
-		} else if s.start > end && at == len(o.sessions) {
-			at = i
-		}
-	}
+	first, last, at, mStart, mEnd := touching(o.sessions, start, end)
 	if o.isLate(mEnd - 1) {
 		return false, nil
 	}
@@ -156,6 +147,41 @@ func (o *Operator) addSession(r *stream.Record, out *stream.Batch) (bool, error)
 		}
 	}
 	return true, nil
+}
+
+// sessionEnd is the end of the session a record at ts opens.
+func (o *Operator) sessionEnd(ts int64) int64 {
+	if ts > math.MaxInt64-o.gap {
+		return math.MaxInt64
+	}
+	return ts + o.gap
+}
+
+func (s *session) span() (start, end int64) { return s.start, s.end }
+
+// touching returns the sessions of list (sorted by start, pairwise apart)
+// that [start, end) overlaps or touches, and their merge with it: they
+// are consecutive, [first, last]. Without any (first = -1), the new one
+// goes before index at.
+func touching[E any, P interface {
+	*E
+	span() (int64, int64)
+}](list []E, start, end int64) (first, last, at int, mStart, mEnd int64) {
+	first, last, at = -1, -1, len(list)
+	mStart, mEnd = start, end
+	for i := range list {
+		s, e := P(&list[i]).span()
+		if s <= end && e >= start {
+			if first < 0 {
+				first = i
+			}
+			last = i
+			mStart, mEnd = min(mStart, s), max(mEnd, e)
+		} else if s > end && at == len(list) {
+			at = i
+		}
+	}
+	return first, last, at, mStart, mEnd
 }
 
 // fireSession handles a due timer of session [start, end) of t.Key. A

@@ -330,12 +330,42 @@ func (o *Operator) dropSessionElems(key []byte, start, end int64) error {
 	return nil
 }
 
-// addGroups adds the pending records of batch in, sorted by key and pane,
+// startGroups empties the arguments of the next eddy_agg_add call.
+func (u *udfAggregate) startGroups() {
+	u.arena, u.ends, u.counts, u.recs = u.arena[:0], u.ends[:0], u.counts[:0], u.recs[:0]
+}
+
+// group adds to the next eddy_agg_add call a group that starts from acc
+// (copied) and adds the last n records appended to u.recs.
+func (u *udfAggregate) group(acc []byte, n int) {
+	u.arena = append(u.arena, acc...)
+	u.ends = append(u.ends, len(u.arena))
+	u.counts = append(u.counts, n)
+}
+
+// addGroups makes the eddy_agg_add call of the groups, and returns their
+// new accumulators in order, valid until the next call on the instance.
+func (u *udfAggregate) addGroups() ([][]byte, error) {
+	u.accs = u.accs[:0]
+	from := 0
+	for _, e := range u.ends {
+		u.accs = append(u.accs, u.arena[from:e:e])
+		from = e
+	}
+	res, err := u.inst.AggAddGroups(u.accs, u.counts, u.recs)
+	clear(u.recs)
+	if err != nil {
+		return nil, udfError{err}
+	}
+	return res, nil
+}
+
+// addPanes adds the pending records of batch in, sorted by key and pane,
 // with one eddy_agg_add call: a group per (key, pane), starting from the
 // pane's accumulator. It returns the new accumulators in that order.
-func (o *Operator) addGroups(in *stream.Batch) ([][]byte, error) {
+func (o *Operator) addPanes(in *stream.Batch) ([][]byte, error) {
 	u := o.aggs.udf
-	u.arena, u.ends, u.counts, u.recs = u.arena[:0], u.ends[:0], u.counts[:0], u.recs[:0]
+	u.startGroups()
 	for i := 0; i < len(o.pending); {
 		key := o.pendingKey(in, i)
 		if _, err := o.loadFixed(key); err != nil {
@@ -351,21 +381,12 @@ func (o *Operator) addGroups(in *stream.Batch) ([][]byte, error) {
 			if k, ok := o.paneIndex(pane); ok {
 				acc = u.of(&o.panes[k].acc)
 			}
-			u.arena = append(u.arena, acc...)
-			u.ends = append(u.ends, len(u.arena))
-			u.counts = append(u.counts, n)
+			u.group(acc, n)
 		}
 	}
-	u.accs = u.accs[:0]
-	from := 0
-	for _, e := range u.ends {
-		u.accs = append(u.accs, u.arena[from:e:e])
-		from = e
-	}
-	res, err := u.inst.AggAddGroups(u.accs, u.counts, u.recs)
-	clear(u.recs)
+	res, err := u.addGroups()
 	if err != nil {
-		return nil, fmt.Errorf("node %s: add %d records to %d panes: %w", o.node, len(o.pending), len(u.counts), udfError{err})
+		return nil, fmt.Errorf("node %s: add %d records to %d panes: %w", o.node, len(o.pending), len(u.counts), err)
 	}
 	return res, nil
 }

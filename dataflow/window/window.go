@@ -82,6 +82,21 @@ type Operator struct {
 	sessions   []session
 	slots      []slot // backing array of the sessions' accumulators
 
+	// Scratch of Wasm aggregates of sessions and global windows (batch.go).
+	deferred  []pendingAdd   // records for the next round of sessions
+	sim       []simSession   // the sessions of the round's keys
+	simKeys   []simKey       // the round's keys
+	idStart   []int64        // a planned key's sessions with records, by id: their starts
+	fired     []globalFiring // global windows fired by the batch
+	firedAccs []byte         // and their accumulators
+	// perRecord makes them add record by record, as the other aggregates
+	// do: the model the tests compare batches with (export_test.go).
+	perRecord bool
+	// What the tests check their data exercises: rounds of sessions,
+	// records added in a later round, on their own (behind the
+	// watermark), and merging stored sessions in a round.
+	rounds, deferredAdds, aloneAdds, roundMerges int64
+
 	out *stream.Batch // where timers emit, during ProcessWatermark
 	// onTimer is o.fire, bound once: a method value taken at each use
 	// would allocate.
@@ -241,8 +256,14 @@ func (o *Operator) Open(ctx context.Context, info stream.TaskInfo) error {
 // Process adds each record to its windows. Results of windows that
 // already fired (late records within allowed lateness) go to out at once.
 func (o *Operator) Process(_ context.Context, in, out *stream.Batch) error {
-	if o.kind == fixedWindows {
+	switch {
+	case o.kind == fixedWindows:
 		return o.processFixed(in, out)
+	case o.perRecord:
+	case o.aggs.udf != nil && o.kind == sessionWindows:
+		return o.processSessions(in, out)
+	case o.aggs.udf != nil:
+		return o.processGlobal(in, out)
 	}
 	for i := range in.Records {
 		r := &in.Records[i]
