@@ -371,5 +371,7 @@ func setSwapSlot(op any, slot *swapSlot) {
 		w.swap = slot
 	case *keyedWasmOperator:
 		w.swap = slot
+	case *twoInputWasmOperator:
+		w.swap = slot
 	}
 }
