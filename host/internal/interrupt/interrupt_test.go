@@ -524,7 +524,12 @@ func TestInstrumentedCodeComputesTheSame(t *testing.T) {
 		fn   string
 		arg  uint64
 		want uint64
-	}{{"triangle", 10, 55}, {"squares", 7, 49}, {"countdown", 5, 5}} {
+	}{
+		{"triangle", 10, 55}, {"squares", 7, 49}, {"countdown", 5, 5},
+		// Past 1024 iterations: through the outer loops, with the
+		// countdown loop's parameter on the stack.
+		{"triangle", 3000, 4501500}, {"squares", 100, 10000}, {"countdown", 5000, 5000},
+	} {
 		for i, mod := range mods {
 			got, err := mod.ExportedFunction(call.fn).Call(ctx, call.arg)
 			if err != nil || got[0] != call.want {
