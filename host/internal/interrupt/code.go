@@ -15,9 +15,6 @@ const (
 	opLoop        = 0x03
 	opIf          = 0x04
 	opEnd         = 0x0b
-	opBr          = 0x0c
-	opBrIf        = 0x0d
-	opBrTable     = 0x0e
 	opLocalGet    = 0x20
 	opLocalSet    = 0x21
 	opLocalTee    = 0x22
@@ -46,7 +43,11 @@ const (
 // nanosecond per iteration here. What costs more is the exit's mere
 // presence: wazero's register allocator spills a loop's carried values at
 // every iteration of a loop that contains a call, taken or not
-// (BenchmarkLoops).
+// (BenchmarkLoops). Moving the exit out of the loop body, into a loop
+// added around each loop, does not help (tried in 6b3a9ba, measured in
+// docs/rfcs/2026-12-02-wasm-boundary.md): the allocator stores a spilled
+// loop-carried value after each of its definitions, wherever the reload
+// is, and the values are live across the call either way.
 const exitMask = 1<<10 - 1
 
 // bodyRewriter rewrites function bodies; its buffers are reused from one
@@ -59,9 +60,7 @@ type bodyRewriter struct {
 	// flag could clear it.
 	globals uint32
 	code    []byte // instrumented instructions of the current body
-	// loopsOut is instrumentBody's, kept for its capacity.
-	loopsOut []uint32
-	out      []byte // the current body
+	out     []byte // the current body
 }
 
 // appendEntry appends what starts a function with loops: $tick++, and the
@@ -74,30 +73,16 @@ func (w *bodyRewriter) appendEntry(b []byte, counter uint32) []byte {
 }
 
 // appendLoopCheck appends what starts every loop body: trap if the flag is
-// set; count the iteration, and every exitMask+1 of them branch out to
-// the loop around the loop (see appendOuterCheck), which exits to Go and
-// enters the loop again from its start. The exit itself is kept out of
-// the loop body: wazero's register allocator spills a loop's carried
-// values at every iteration of a loop whose body contains a call, taken or
-// not, and memory.grow is one.
+// set; count the iteration, and every exitMask+1 of them exit to Go. A
+// zero-page memory.grow is the cheapest way there that needs no new
+// import: wazero's compiler runs it in Go, where the goroutine can be
+// preempted.
 func (w *bodyRewriter) appendLoopCheck(b []byte, counter uint32) []byte {
 	b = wasmbin.AppendU32(append(b, opGlobalGet), w.flag)
 	b = append(b, opIf, 0x40, opUnreachable, opEnd)
 	b = wasmbin.AppendU32(append(b, opLocalGet), counter)
 	b = append(b, 0x41, 0x01, 0x6a) // i32.const 1; i32.add
 	b = wasmbin.AppendU32(append(b, opLocalTee), counter)
-	b = wasmbin.AppendS32(append(b, 0x41), exitMask)
-	return append(b, 0x71, 0x45, opBrIf, 0x01) // i32.and; i32.eqz; br_if 1 (the outer loop)
-}
-
-// appendOuterCheck appends what starts the loop added around every loop,
-// which has the loop's own block type: the exit to Go, when the counter
-// has the exitMask bits clear. A zero-page memory.grow is the cheapest way
-// there that needs no new import: wazero's compiler runs it in Go, where
-// the goroutine can be preempted. The loop's parameters, if it has any,
-// stay on the stack under the check, for the inner loop to take.
-func (w *bodyRewriter) appendOuterCheck(b []byte, counter uint32) []byte {
-	b = wasmbin.AppendU32(append(b, opLocalGet), counter)
 	b = wasmbin.AppendS32(append(b, 0x41), exitMask)
 	b = append(b, 0x71, 0x45, opIf, 0x40)       // i32.and; i32.eqz; if
 	b = append(b, 0x41, 0x00, 0x40, 0x00, 0x1a) // i32.const 0; memory.grow; drop
@@ -174,10 +159,7 @@ func (w *bodyRewriter) instrumentBody(in []byte, params uint32) (_ []byte, loops
 	counter, room := uint32(locals), locals < math.MaxUint32 && groups < math.MaxUint32
 
 	code := w.code[:0]
-	// loopsOut[i] is the number of loops among the first i blocks, loops
-	// and ifs open inside the function's own block: each has an outer loop
-	// around it, a label that a branch from inside must count.
-	loopsOut := append(w.loopsOut[:0], 0)
+	depth := 0           // of blocks, loops and ifs open inside the function's own block
 	copied := r.Offset() // in[:copied] is in code already, or is the locals vector
 	for {
 		at := r.Offset()
@@ -185,36 +167,20 @@ func (w *bodyRewriter) instrumentBody(in []byte, params uint32) (_ []byte, loops
 		if err != nil {
 			return nil, 0, errors.New("the body ends before the end of its expression")
 		}
-		open := len(loopsOut) - 1
 		switch op {
 		case opBlock, opIf:
 			err = blockType(&r)
-			loopsOut = append(loopsOut, loopsOut[open])
+			depth++
 		case opLoop:
 			if !room {
 				err = errors.New("too many locals to add one")
 			} else if err = blockType(&r); err == nil {
-				// loop bt (outer check) loop bt (loop check)
 				code = append(code, in[copied:r.Offset()]...)
-				code = w.appendOuterCheck(code, counter)
-				code = append(code, in[at:r.Offset()]...)
 				code = w.appendLoopCheck(code, counter)
 				copied = r.Offset()
 				loops++
 			}
-			loopsOut = append(loopsOut, loopsOut[open]+1)
-		case opBr, opBrIf:
-			var d uint32
-			if d, err = r.U32(); err == nil {
-				var extra uint32
-				if extra, err = labelsOut(loopsOut, d); err == nil && extra > 0 {
-					code = append(code, in[copied:at]...)
-					code = wasmbin.AppendU32(append(code, op), d+extra)
-					copied = r.Offset()
-				}
-			}
-		case opBrTable:
-			code, err = w.brTable(code, in, &r, &copied, at, loopsOut)
+			depth++
 		case opGlobalGet, opGlobalSet:
 			var idx uint32
 			if idx, err = r.U32(); err == nil && idx >= w.globals {
@@ -228,16 +194,10 @@ func (w *bodyRewriter) instrumentBody(in []byte, params uint32) (_ []byte, loops
 				err = fmt.Errorf("local %d does not exist (the function has %d)", idx, locals)
 			}
 		case opEnd:
-			if open > 0 {
-				if loopsOut[open] > loopsOut[open-1] { // a loop's: end the outer loop too
-					code = append(code, in[copied:r.Offset()]...)
-					code = append(code, opEnd)
-					copied = r.Offset()
-				}
-				loopsOut = loopsOut[:open]
+			if depth > 0 {
+				depth--
 				break
 			}
-			w.loopsOut = loopsOut
 			if !r.EOF() {
 				return nil, 0, fmt.Errorf("%d bytes after the end of the body's expression", r.Len())
 			}
@@ -259,57 +219,6 @@ func (w *bodyRewriter) instrumentBody(in []byte, params uint32) (_ []byte, loops
 			return nil, 0, fmt.Errorf("instruction %s at body offset %#x: %w", opName(in, at), at, err)
 		}
 	}
-}
-
-// labelsOut returns how many outer loops lie between a branch to label
-// depth d and its target, given loopsOut (see instrumentBody): the branch
-// must go that much farther out. A loop's own outer loop lies beyond the
-// loop, so a branch to the loop stays one to its start.
-func labelsOut(loopsOut []uint32, d uint32) (uint32, error) {
-	open := len(loopsOut) - 1 // the function's own block is label open
-	if uint64(d) > uint64(open) {
-		return 0, fmt.Errorf("label %d does not exist (%d are open)", d, open+1)
-	}
-	extra := loopsOut[open] - loopsOut[open-int(d)]
-	if uint64(d)+uint64(extra) > math.MaxUint32 {
-		return 0, errors.New("label too deep once instrumented")
-	}
-	return extra, nil
-}
-
-// brTable skips a br_table, whose opcode is at in[at] and whose immediates
-// r reads, and rewrites it into code if one of its labels must go farther
-// out (see labelsOut); copied is as in instrumentBody.
-func (w *bodyRewriter) brTable(code, in []byte, r *wasmbin.Reader, copied *int, at int, loopsOut []uint32) ([]byte, error) {
-	n, err := r.U32()
-	if err != nil {
-		return code, err
-	}
-	labels := *r // to read the labels again, if they change
-	changed := false
-	for i := uint64(0); i <= uint64(n); i++ { // n labels and the default
-		d, err := r.U32()
-		if err != nil {
-			return code, err
-		}
-		extra, err := labelsOut(loopsOut, d)
-		if err != nil {
-			return code, err
-		}
-		changed = changed || extra > 0
-	}
-	if !changed {
-		return code, nil
-	}
-	code = append(code, in[*copied:at]...)
-	code = wasmbin.AppendU32(append(code, opBrTable), n)
-	for i := uint64(0); i <= uint64(n); i++ {
-		d, _ := labels.U32()               // read already: cannot fail
-		extra, _ := labelsOut(loopsOut, d) // likewise
-		code = wasmbin.AppendU32(code, d+extra)
-	}
-	*copied = r.Offset()
-	return code, nil
 }
 
 // immediates skips the immediates of every instruction other than block,

@@ -163,40 +163,25 @@ func loopSeq(flag, counter uint32) []byte {
 	return cat(
 		[]byte{0x23}, wasmbin.AppendU32(nil, flag), []byte{0x04, 0x40, 0x00, 0x0b}, // global.get $flag; if; unreachable; end
 		[]byte{0x20}, c, []byte{0x41, 0x01, 0x6a, 0x22}, c, // $counter = $counter + 1
-		[]byte{0x41, 0xff, 0x07, 0x71, 0x45}, // $counter & 0x3ff == 0
-		[]byte{0x0d, 0x01},                   // br_if 1 (the outer loop)
-	)
-}
-
-// outerSeq is the sequence Instrument inserts at the start of the loop it
-// adds around every loop.
-func outerSeq(counter uint32) []byte {
-	return cat(
-		[]byte{0x20}, wasmbin.AppendU32(nil, counter), []byte{0x41, 0xff, 0x07, 0x71, 0x45}, // $counter & 0x3ff == 0
+		[]byte{0x41, 0xff, 0x07, 0x71, 0x45},                   // $counter & 0x3ff == 0
 		[]byte{0x04, 0x40, 0x41, 0x00, 0x40, 0x00, 0x1a, 0x0b}, // if; memory.grow 0; drop; end
 	)
 }
 
-// loopMark and outerMark stand for loopSeq and outerSeq in the expected
-// instructions of a test case; no instruction starts with 0xff.
-var (
-	loopMark  = []byte{0xff, 0xff, 0xff, 0xff}
-	outerMark = []byte{0xff, 0xff, 0xff, 0xfe}
-)
+// loopMark stands for loopSeq in the expected instructions of a test
+// case; no instruction starts with 0xff.
+var loopMark = []byte{0xff, 0xff, 0xff, 0xff}
 
 // instrumentedBody is the body Instrument should make of a function with
 // the given locals vector (a one-byte count and its groups) and
-// instructions, where loopMark and outerMark stand for loopSeq and outerSeq. counter is the index of
+// instructions, where loopMark stands for loopSeq. counter is the index of
 // the local it adds: the number of parameters and locals.
 func instrumentedBody(locals []byte, flag, counter uint32, instrs ...[]byte) []byte {
 	var code []byte
 	loops := false
 	for _, in := range instrs {
-		switch {
-		case bytes.Equal(in, loopMark):
+		if bytes.Equal(in, loopMark) {
 			in, loops = loopSeq(flag, counter), true
-		case bytes.Equal(in, outerMark):
-			in = outerSeq(counter)
 		}
 		code = append(code, in...)
 	}
