@@ -43,7 +43,11 @@ const (
 // nanosecond per iteration here. What costs more is the exit's mere
 // presence: wazero's register allocator spills a loop's carried values at
 // every iteration of a loop that contains a call, taken or not
-// (BenchmarkLoops).
+// (BenchmarkLoops). Moving the exit out of the loop body, into a loop
+// added around each loop, does not help (tried in 6b3a9ba, measured in
+// docs/rfcs/2026-12-02-wasm-boundary.md): the allocator stores a spilled
+// loop-carried value after each of its definitions, wherever the reload
+// is, and the values are live across the call either way.
 const exitMask = 1<<10 - 1
 
 // bodyRewriter rewrites function bodies; its buffers are reused from one
