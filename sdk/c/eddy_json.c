@@ -120,6 +120,23 @@ static int64_t string_end(const uint8_t *b, int64_t n, int64_t i) {
     return -1;
 }
 
+/* Index after the digits from b[i] on (i itself if there are none). With
+ * SIMD, 16 bytes at a time, reading as string_end does. */
+static int64_t digits_end(const uint8_t *b, int64_t n, int64_t i) {
+#ifdef __wasm_simd128__
+    while (i < n && n >= 16) {
+        const uint8_t *p = i + 16 <= n ? b + i : b + n - 16;
+        v128_t x = wasm_v128_load(p);
+        uint32_t other = ~(uint32_t)wasm_i8x16_bitmask(wasm_u8x16_lt(wasm_i8x16_sub(x, wasm_i8x16_splat('0')), wasm_i8x16_splat(10)));
+        if (i + 16 > n) return i + __builtin_ctz((other & 0xffff) >> (i - (n - 16)) | 1u << (n - i));
+        if (other & 0xffff) return i + __builtin_ctz(other);
+        i += 16;
+    }
+#endif
+    while (i < n && is_digit(b[i])) i++;
+    return i;
+}
+
 /* Index after the number starting at b[i], or -1. */
 static int64_t number_end(const uint8_t *b, int64_t n, int64_t i) {
     int64_t start;
@@ -128,21 +145,21 @@ static int64_t number_end(const uint8_t *b, int64_t n, int64_t i) {
     if (b[i] == '0') {
         i++;
     } else if (is_digit(b[i])) {
-        while (i < n && is_digit(b[i])) i++;
+        i = digits_end(b, n, i + 1);
     } else {
         return -1;
     }
     if (i < n && b[i] == '.') {
         i++;
         start = i;
-        while (i < n && is_digit(b[i])) i++;
+        i = digits_end(b, n, i);
         if (i == start) return -1;
     }
     if (i < n && (b[i] == 'e' || b[i] == 'E')) {
         i++;
         if (i < n && (b[i] == '+' || b[i] == '-')) i++;
         start = i;
-        while (i < n && is_digit(b[i])) i++;
+        i = digits_end(b, n, i);
         if (i == start) return -1;
     }
     return i;

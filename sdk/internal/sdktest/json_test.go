@@ -339,6 +339,32 @@ func TestCJSONStringsEveryOffset(t *testing.T) {
 	t.Logf("%d inputs, each in both builds", docs)
 }
 
+// TestCJSONNumbersEveryLength does for the digit runs of numbers (which
+// the SIMD build also scans 16 bytes at a time) what
+// TestCJSONStringsEveryOffset does for strings: runs of 0 to 40 digits in
+// each part of a number, a byte after them that does or does not end the
+// number, and every prefix.
+func TestCJSONNumbersEveryLength(t *testing.T) {
+	guests := jsonGuests(t)
+	var docs int
+	for n := 0; n <= 40; n++ {
+		d := strings.Repeat("7", n)
+		for _, num := range []string{d, "-" + d, "0" + d, "1" + d, "1." + d, "-0." + d + "5", "1e" + d, "2E+" + d,
+			"3e-" + d, "9" + d + ".5" + d + "e" + d} {
+			for _, shape := range []string{"%s", "[%s,1]", `{"a":%s}`, "%sx", "%s.", "%s:", "%s/", "%s ", "%s\x00"} {
+				doc := []byte(strings.ReplaceAll(shape, "%s", num))
+				check(t, guests, doc, shape[0] == '{')
+				docs++
+				for k := 0; k < len(doc); k++ {
+					checkEnd(t, guests, doc[:k])
+					docs++
+				}
+			}
+		}
+	}
+	t.Logf("%d inputs, each in both builds", docs)
+}
+
 // checkEnd is check with the input at the end of memory only.
 func checkEnd(t *testing.T, guests []*jsonGuest, doc []byte) {
 	t.Helper()
