@@ -70,10 +70,10 @@ func buildWasm(t *testing.T) map[string][]byte {
 		"c" + keyedSuffix:  {"testdata/ckeyed.c", "../../c/eddy.c", "../../c/eddy_keyed.c"},
 		"c" + aggSuffix:    {"testdata/cagg.c", "../../c/eddy.c", "../../c/eddy_aggregate.c", "../../c/eddy_json.c"},
 		"c" + windowSuffix: {"testdata/cwindow.c", "../../c/eddy.c", "../../c/eddy_window.c"},
-		"c" + jsonSuffix:   {"testdata/cjson.c", "../../c/eddy.c", "../../c/eddy_json.c"},
+		"c" + walkSuffix:   {"testdata/cjsonwalk.c", "../../c/eddy.c", "../../c/eddy_json.c"},
 	} {
 		out := filepath.Join(dir, name+".wasm")
-		args := append([]string{"--target=wasm32-wasi", "-mexec-model=reactor", "-O2", "-mbulk-memory", "-std=c99",
+		args := append([]string{"--target=wasm32-wasi", "-mexec-model=reactor", "-O2", "-mbulk-memory", "-msimd128", "-std=c99",
 			"-Wall", "-Wextra", "-Werror", "-I", "../../c", "-o", out}, srcs...)
 		if msg, err := exec.Command("clang", args...).CombinedOutput(); err != nil {
 			t.Fatalf("build the C guest %s: %v\n%s", srcs[0], err, msg)
