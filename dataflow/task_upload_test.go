@@ -18,9 +18,14 @@ type fakeCapture struct {
 	mu     *sync.Mutex
 	events *[]string
 	name   string
+	// started, when set, is closed once the upload began.
+	started chan struct{}
 }
 
 func (c *fakeCapture) upload(ctx context.Context, _ storage.Store, _ string) (json.RawMessage, error) {
+	if c.started != nil {
+		close(c.started)
+	}
 	select {
 	case <-c.hold:
 	case <-ctx.Done():
@@ -66,10 +71,11 @@ func TestUploadsBound(t *testing.T) {
 	full, cancel := context.WithCancel(context.Background())
 	cancel() // reserve with it succeeds only if there is room at once
 	hold := map[string]chan struct{}{"a": make(chan struct{}), "b": make(chan struct{}), "c": make(chan struct{})}
+	bStarted := make(chan struct{})
 	snap := func(id int64, name string) *pendingSnapshot {
 		return &pendingSnapshot{id: id, start: time.Now(), manifest: checkpoint.TaskManifest{Version: checkpoint.Version, Checkpoint: id, Task: name,
 			Nodes: map[string]checkpoint.NodeSnapshot{"n": {}}, Source: &checkpoint.SourceSnapshot{Node: "src", Position: []byte{byte(id)}}},
-			states: []nodeCapture{{node: "n", capture: &fakeCapture{hold: hold[name], mu: &mu, events: &events, name: name}}}}
+			states: []nodeCapture{{node: "n", capture: &fakeCapture{hold: hold[name], mu: &mu, events: &events, name: name, started: map[string]chan struct{}{"b": bStarted}[name]}}}}
 	}
 	for i, name := range []string{"a", "b"} {
 		if err := u.reserve(done, int64(i+1)); err != nil {
@@ -93,6 +99,13 @@ func TestUploadsBound(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 	u.start(snap(3, "c"))
+	// b's upload must have begun (it is held) for stop to cancel it, not
+	// discard it: the uploader picks it up after a's ack.
+	select {
+	case <-bStarted:
+	case <-time.After(10 * time.Second):
+		t.Fatal("b's upload never began")
+	}
 	u.stop(false) // b is uploading (held), c waits
 	mu.Lock()
 	defer mu.Unlock()
