@@ -17,11 +17,12 @@ package abi
 // version 2 adds keyed state, timers and time (ABI.md, "Version 2").
 // version 3 adds aggregate modules (ABI.md, "Version 3"); version 4 adds
 // schema versions of state values (ABI.md, "Version 4"); version 5 adds
-// two-input keyed operators (ABI.md, "Version 5").
-const Version = 5
+// two-input keyed operators (ABI.md, "Version 5"); version 6 adds fields
+// the host extracts (ABI.md, "Version 6", fields.go).
+const Version = 6
 
 // SupportedVersions lists every ABI version the host accepts.
-var SupportedVersions = []uint32{1, 2, 3, 4, 5}
+var SupportedVersions = []uint32{1, 2, 3, 4, 5, 6}
 
 // TwoInputVersion is the least version of a two-input module, one that
 // exports ExportProcess2.
@@ -196,6 +197,8 @@ var HostImports = map[string]Signature{
 
 	ImportStateDeclare2: {Params: []ValType{I32, I32, I32, I64, I32}, Results: []ValType{I32}},
 	ImportStateGet2:     {Params: []ValType{I32, I32, I32, I32, I32, I32}, Results: []ValType{I32}},
+
+	ImportFields: {Params: []ValType{I32, I32}},
 }
 
 // ImportVersion returns the ABI version that introduced the host import
@@ -225,6 +228,8 @@ var importVersions = map[string]uint32{
 
 	ImportStateDeclare2: 4,
 	ImportStateGet2:     4,
+
+	ImportFields: FieldsVersion,
 }
 
 // Status codes returned by eddy_open, eddy_process, eddy_on_timer, the

@@ -76,10 +76,16 @@ func EncodedSize(recs []Record) int {
 // bytes, and returns the number of bytes written. Data follows the entry
 // table in record order.
 func EncodeBatch(dst []byte, recs []Record) int {
+	return encodeBatch(dst, recs, HeaderSize+EntrySize*len(recs))
+}
+
+// encodeBatch is EncodeBatch with the data area starting at data, which
+// leaves [HeaderSize+EntrySize*len(recs), data) to the caller (the field
+// table of version 6).
+func encodeBatch(dst []byte, recs []Record, data int) int {
 	le := binary.LittleEndian
 	le.PutUint32(dst[0:], BatchMagic)
 	le.PutUint32(dst[4:], uint32(len(recs)))
-	data := HeaderSize + EntrySize*len(recs)
 	for i := range recs {
 		r := &recs[i]
 		e := dst[HeaderSize+EntrySize*i : HeaderSize+EntrySize*(i+1)]

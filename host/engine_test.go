@@ -75,7 +75,7 @@ func TestCompileRejectsInvalidModules(t *testing.T) {
 		{name: "eddy import with wrong signature", wasm: fixture("bad_import_sig"),
 			words: []string{`import "eddy"."emit" has signature func(i32), want func(i32, i32)`}},
 		{name: "unsupported ABI version", wasm: fixture("abi_v7"),
-			words: []string{"ABI version 7 is not supported by this host (supports 1, 2, 3, 4, 5)"}},
+			words: []string{"ABI version 7 is not supported by this host (supports 1, 2, 3, 4, 5, 6)"}},
 		{name: "no exported memory", wasm: wasmModule{funcs: abiFuncs()}.bytes(),
 			words: []string{`no exported memory "memory"`}},
 		{name: "imported memory", wasm: wasmModule{funcs: abiFuncs(), importMemory: true}.bytes(),

@@ -27,6 +27,8 @@ func instantiateEddyModule(ctx context.Context, r wazero.Runtime) error {
 		abi.ImportEmit: hostEmit,
 		abi.ImportLog:  hostLog,
 		abi.ImportFail: hostFail,
+
+		abi.ImportFields: hostFields,
 	}
 	maps.Copy(impls, keyedImports())
 	b := r.NewHostModuleBuilder(abi.ImportModule)

@@ -143,6 +143,9 @@ type Instance struct {
 
 	keyed keyedState // ABI version 2: state, timers, watermark (keyed.go)
 	agg   aggCalls   // ABI version 3: aggregate modules (aggregate.go)
+	// fields is what the instance declared with the fields import (ABI
+	// version 6, fields.go), nil if nothing.
+	fields *abi.Fields
 
 	state  lifecycle
 	err    error // sticky: why the instance is unusable
@@ -289,15 +292,10 @@ func (i *Instance) Process(recs []abi.Record, emit func([]abi.Record)) error {
 		return fmt.Errorf("%s: module %s is an aggregate module without %s: it folds windows, it does not process records",
 			i.who, i.module.name, abi.ExportProcess)
 	}
-	size := abi.EncodedSize(recs)
-	ptr, err := i.buffer(size, "batch")
+	ptr, size, err := i.writeBatch(recs)
 	if err != nil {
 		return err
 	}
-	// Encode straight into guest memory: the view is re-read here because
-	// eddy_alloc (or any earlier call) may have grown, and so moved, it.
-	view, _ := i.mem.Read(ptr, uint32(size))
-	abi.EncodeBatch(view, recs)
 	i.stack[0], i.stack[1] = uint64(ptr), uint64(size)
 	if err := i.call(abi.ExportProcess, i.fnProcess, emit); err != nil {
 		return err

@@ -46,13 +46,10 @@ func (i *Instance) ProcessInput(input int, recs []abi.Record, emit func([]abi.Re
 	if input != 0 && input != 1 {
 		return fmt.Errorf("%s: input %d: a two-input operator has inputs 0 and 1", i.who, input)
 	}
-	size := abi.EncodedSize(recs)
-	ptr, err := i.buffer(size, "batch")
+	ptr, size, err := i.writeBatch(recs)
 	if err != nil {
 		return err
 	}
-	view, _ := i.mem.Read(ptr, uint32(size)) // re-read: eddy_alloc may have grown the memory
-	abi.EncodeBatch(view, recs)
 	i.stack[0], i.stack[1], i.stack[2] = uint64(input), uint64(ptr), uint64(size)
 	if err := i.call(abi.ExportProcess2, i.fnProcess2, emit); err != nil {
 		return err

@@ -456,6 +456,18 @@ func (it *Iter) Value() ([]byte, Step) {
 	return b[i:end:end], Field
 }
 
+// Offset is the index in the input where the iterator stands: after
+// NextKey, the first byte of the pending value; after Value, Leave or
+// Next, just after the value read. With the slices Value returns it gives
+// their position in the input without pointer arithmetic.
+func (it *Iter) Offset() int { return it.pos }
+
+// PendingIsObject reports whether the pending value of NextKey is an
+// object (judged by its first byte, as Enter does).
+func (it *Iter) PendingIsObject() bool {
+	return it.state == iterValue && it.pos < len(it.buf) && it.buf[it.pos] == '{'
+}
+
 // Enter returns an iterator over the pending value of NextKey when it is
 // an object or an array, without scanning it; it reports false (and it is
 // unchanged) otherwise. it goes on only after Leave. A caller that has

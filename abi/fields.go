@@ -1,0 +1,249 @@
+package abi
+
+import (
+	"encoding/binary"
+	"fmt"
+	"slices"
+	"unicode/utf8"
+
+	"github.com/eddy-stream/eddy/abi/jsonscan"
+)
+
+// Version 6 (ABI.md, "Version 6: fields the host extracts"): a module
+// declares, during eddy_open, the JSON paths it reads; the host then puts a
+// field table after the entry table of every batch of eddy_process and
+// eddy_process2, with each record's status and the span of each path.
+
+// FieldsVersion is the least version of a module that imports ImportFields.
+const FieldsVersion = 6
+
+// ImportFields declares the module's field list (version 6).
+const ImportFields = "fields" // (ptr i32, len i32) -> ()
+
+// Limits of a field list.
+const (
+	MaxFieldPaths   = 64
+	MaxFieldKeys    = 8
+	MaxFieldListLen = 64 << 10
+)
+
+// FieldAbsent is the off of a path that is absent from a record.
+const FieldAbsent = 0xFFFFFFFF
+
+// FieldRowSize is the size of one row of the field table of a module that
+// declared n paths.
+func FieldRowSize(n int) int { return 4 + 8*n }
+
+// FieldTableOffset is where the field table of a batch of count records
+// starts.
+func FieldTableOffset(count int) int { return HeaderSize + EntrySize*count }
+
+// EncodeFieldList encodes paths as the argument of ImportFields. It does
+// not check the limits: the host does, and its message is the one a module
+// author sees.
+func EncodeFieldList(paths [][]string) []byte {
+	n := 4
+	for _, p := range paths {
+		n += 4
+		for _, k := range p {
+			n += 4 + len(k)
+		}
+	}
+	b := make([]byte, 0, n)
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(paths)))
+	for _, p := range paths {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(p)))
+		for _, k := range p {
+			b = binary.LittleEndian.AppendUint32(b, uint32(len(k)))
+			b = append(b, k...)
+		}
+	}
+	return b
+}
+
+// Fields is a decoded field list: what the host extracts for one instance.
+// It keeps scratch space, so one Fields serves one instance (one goroutine).
+type Fields struct {
+	paths [][]string
+	root  []fieldNode
+	found []bool // scratch, per node: its member was seen in this object
+}
+
+// fieldNode is one key of the trie of paths: the paths that start with the
+// keys down to it share it.
+type fieldNode struct {
+	name     []byte
+	path     int // the index of the path that ends here, or -1
+	children []fieldNode
+	seen     int // index into Fields.found
+}
+
+// ParseFieldList decodes and checks the argument of ImportFields.
+func ParseFieldList(b []byte) (*Fields, error) {
+	le := binary.LittleEndian
+	if len(b) > MaxFieldListLen {
+		return nil, fmt.Errorf("field list of %d bytes is longer than %d", len(b), MaxFieldListLen)
+	}
+	if len(b) < 4 {
+		return nil, fmt.Errorf("field list of %d bytes has no path count", len(b))
+	}
+	n := le.Uint32(b)
+	if n == 0 || n > MaxFieldPaths {
+		return nil, fmt.Errorf("field list declares %d paths; want 1 to %d", n, MaxFieldPaths)
+	}
+	at := 4
+	f := &Fields{}
+	for p := range int(n) {
+		if len(b)-at < 4 {
+			return nil, fmt.Errorf("field list ends in path %d, before its key count", p)
+		}
+		k := le.Uint32(b[at:])
+		at += 4
+		if k == 0 || k > MaxFieldKeys {
+			return nil, fmt.Errorf("path %d has %d keys; want 1 to %d", p, k, MaxFieldKeys)
+		}
+		path := make([]string, k)
+		for j := range path {
+			if len(b)-at < 4 {
+				return nil, fmt.Errorf("field list ends in key %d of path %d, before its length", j, p)
+			}
+			l := le.Uint32(b[at:])
+			at += 4
+			if uint64(len(b)-at) < uint64(l) {
+				return nil, fmt.Errorf("key %d of path %d is %d bytes, past the end of the list", j, p, l)
+			}
+			key := b[at : at+int(l)]
+			at += int(l)
+			if !utf8.Valid(key) {
+				return nil, fmt.Errorf("key %d of path %d is not UTF-8", j, p)
+			}
+			path[j] = string(key)
+		}
+		for q, other := range f.paths {
+			if slices.Equal(other, path) {
+				return nil, fmt.Errorf("path %d (%s) repeats path %d", p, pathString(path), q)
+			}
+		}
+		f.paths = append(f.paths, path)
+	}
+	if at != len(b) {
+		return nil, fmt.Errorf("field list has %d bytes after its %d paths", len(b)-at, n)
+	}
+	for p, path := range f.paths {
+		f.root = f.insert(f.root, path, p)
+	}
+	return f, nil
+}
+
+func pathString(path []string) string {
+	return fmt.Sprintf("%q", path)
+}
+
+func (f *Fields) insert(nodes []fieldNode, path []string, p int) []fieldNode {
+	i := slices.IndexFunc(nodes, func(n fieldNode) bool { return string(n.name) == path[0] })
+	if i < 0 {
+		nodes = append(nodes, fieldNode{name: []byte(path[0]), path: -1, seen: len(f.found)})
+		f.found = append(f.found, false)
+		i = len(nodes) - 1
+	}
+	if len(path) == 1 {
+		nodes[i].path = p
+	} else {
+		nodes[i].children = f.insert(nodes[i].children, path[1:], p)
+	}
+	return nodes
+}
+
+// Paths returns the declared paths, in the order of the list.
+func (f *Fields) Paths() [][]string { return f.paths }
+
+// EncodedSize is the size of the batch EncodeBatch writes for recs.
+func (f *Fields) EncodedSize(recs []Record) int {
+	return EncodedSize(recs) + len(recs)*FieldRowSize(len(f.paths))
+}
+
+// EncodeBatch writes recs as the batch encoding does, with the field
+// table after the entry table, into dst (at least EncodedSize(recs)
+// bytes), and returns the number of bytes written. The spans are found in
+// the copies of the values in dst.
+func (f *Fields) EncodeBatch(dst []byte, recs []Record) int {
+	row := FieldRowSize(len(f.paths))
+	table := FieldTableOffset(len(recs))
+	n := encodeBatch(dst, recs, table+row*len(recs))
+	le := binary.LittleEndian
+	for i := range recs {
+		r := dst[table+row*i : table+row*(i+1)]
+		off := int(le.Uint32(dst[HeaderSize+EntrySize*i+16:]))
+		f.Extract(r, dst, off, off+len(recs[i].Value))
+	}
+	return n
+}
+
+// Extract fills one row of the field table (FieldRowSize bytes) for the
+// value b[start:end], with offsets relative to b.
+func (f *Fields) Extract(row, b []byte, start, end int) {
+	le := binary.LittleEndian
+	for j := range f.paths {
+		le.PutUint32(row[4+8*j:], FieldAbsent)
+		le.PutUint32(row[8+8*j:], 0)
+	}
+	clear(f.found)
+	it, ok := jsonscan.Objects(b[start:end])
+	if ok && f.walk(&it, f.root, row, start) {
+		le.PutUint32(row, 1)
+		return
+	}
+	le.PutUint32(row, 0)
+	for j := range f.paths {
+		le.PutUint32(row[4+8*j:], FieldAbsent)
+		le.PutUint32(row[8+8*j:], 0)
+	}
+}
+
+// walk reads the members of the object it iterates to its end, recording
+// the span of each path of nodes (offsets in the iterator's input plus
+// base) at the first member of its name, and reports whether the object
+// is valid to its end.
+func (f *Fields) walk(it *jsonscan.Iter, nodes []fieldNode, row []byte, base int) bool {
+	le := binary.LittleEndian
+	for {
+		key, st := it.NextKey()
+		switch st {
+		case jsonscan.End:
+			return true
+		case jsonscan.Malformed:
+			return false
+		}
+		var n *fieldNode
+		for k := range nodes {
+			if !f.found[nodes[k].seen] && jsonscan.Equal(key, nodes[k].name) {
+				n = &nodes[k]
+				break
+			}
+		}
+		if n == nil {
+			continue // the next NextKey scans (and checks) the value
+		}
+		f.found[n.seen] = true
+		from := it.Offset()
+		if len(n.children) > 0 && it.PendingIsObject() {
+			inner, _ := it.Enter()
+			if !f.walk(&inner, n.children, row, base) || !it.Leave(&inner) {
+				return false
+			}
+			if n.path >= 0 {
+				le.PutUint32(row[4+8*n.path:], uint32(base+from))
+				le.PutUint32(row[8+8*n.path:], uint32(it.Offset()-from))
+			}
+			continue
+		}
+		v, st := it.Value()
+		if st != jsonscan.Field {
+			return false
+		}
+		if n.path >= 0 {
+			le.PutUint32(row[4+8*n.path:], uint32(base+from))
+			le.PutUint32(row[8+8*n.path:], uint32(len(v)))
+		}
+	}
+}
