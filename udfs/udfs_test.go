@@ -47,7 +47,8 @@ func TestMain(m *testing.M) {
 	b := r.NewHostModuleBuilder(abi.ImportModule).
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostEmit), []api.ValueType{i32, i32}, nil).Export(abi.ImportEmit).
 		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostLog), []api.ValueType{i32, i32, i32}, nil).Export(abi.ImportLog).
-		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostFail), []api.ValueType{i32, i32}, nil).Export(abi.ImportFail)
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostFail), []api.ValueType{i32, i32}, nil).Export(abi.ImportFail).
+		NewFunctionBuilder().WithGoModuleFunction(api.GoModuleFunc(hostFields), []api.ValueType{i32, i32}, nil).Export(abi.ImportFields)
 	_, err := keyedhost.Export(b, func(ctx context.Context) *keyedhost.Host { return callsOf(ctx).keyed }).Instantiate(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -78,7 +79,7 @@ func TestMain(m *testing.M) {
 // declare: the stateful ones 2, the aggregate 3, the others (the window
 // function top-n too) 1.
 var moduleVersions = map[string]uint64{
-	"project-go": 1, "project-c": 1,
+	"project-go": 1, "project-c": abi.FieldsVersion,
 	"split-go": 1, "split-c": 1,
 	"counter-go": 2, "counter-c": 2,
 	"country-change-go": 2, "country-change-c": 2,
@@ -100,6 +101,7 @@ type calls struct {
 	logs     []string
 	keyed    *keyedhost.Host
 	fired    []keyedhost.Timer // timers handed to eddy_on_timer, in order
+	fields   *abi.Fields       // what the module declared with the fields import
 }
 
 type emitted struct {
@@ -149,6 +151,36 @@ func hostLog(ctx context.Context, m api.Module, stack []uint64) {
 func hostFail(ctx context.Context, m api.Module, stack []uint64) {
 	c := callsOf(ctx)
 	c.failures = append(c.failures, string(read(m, api.DecodeU32(stack[0]), api.DecodeU32(stack[1]), "fail")))
+}
+
+// hostFields is the fields import (version 6) as the host implements it:
+// the list is parsed by abi.ParseFieldList and the batches of
+// eddy_process then carry the field table (guest.batch).
+func hostFields(ctx context.Context, m api.Module, stack []uint64) {
+	c := callsOf(ctx)
+	if c.fields != nil {
+		panic("eddy.fields called twice")
+	}
+	f, err := abi.ParseFieldList(read(m, api.DecodeU32(stack[0]), api.DecodeU32(stack[1]), "fields"))
+	if err != nil {
+		panic("eddy.fields: " + err.Error())
+	}
+	c.fields = f
+}
+
+// batch encodes recs for eddy_process: with the field table when the
+// module declared fields.
+func (g *guest) batch(recs []abi.Record) []byte { return g.batchInto(nil, recs) }
+
+// batchInto is batch reusing dst's memory; the field table (the host's
+// extraction) is part of the work of every batch.
+func (g *guest) batchInto(dst []byte, recs []abi.Record) []byte {
+	if f := g.calls.fields; f != nil {
+		dst = slices.Grow(dst[:0], f.EncodedSize(recs))[:f.EncodedSize(recs)]
+		f.EncodeBatch(dst, recs)
+		return dst
+	}
+	return abi.AppendBatch(dst[:0], recs)
 }
 
 // guest is one instance of a module, driven as the host drives a task.
@@ -230,7 +262,7 @@ func (g *guest) open(config []byte) error {
 
 func (g *guest) process(recs []abi.Record) error {
 	g.t.Helper()
-	batch := abi.AppendBatch(nil, recs)
+	batch := g.batch(recs)
 	ptr := g.write(batch)
 	defer g.calls.keyed.Batch(recs)()
 	return g.status(abi.ExportProcess, g.call(abi.ExportProcess, uint64(ptr), uint64(len(batch))))
@@ -589,7 +621,6 @@ func BenchmarkUDFs(b *testing.B) {
 			i, i%300, i%100, i%17, i)
 		recs = append(recs, abi.Record{Key: []byte(fmt.Sprint(i)), Value: []byte(v), Timestamp: int64(i)})
 	}
-	batch := abi.AppendBatch(nil, recs)
 	cases := []struct {
 		udf, config string
 		native      func(config []byte) func(abi.Record)
@@ -637,7 +668,9 @@ func BenchmarkUDFs(b *testing.B) {
 					b.Fatal(err)
 				}
 				process := g.mod.ExportedFunction(abi.ExportProcess)
+				var batch []byte
 				for b.Loop() {
+					batch = g.batchInto(batch, recs)
 					ptr := g.write(batch)
 					done := g.calls.keyed.Batch(recs) // the counter's state calls need the batch's keys
 					res, err := process.Call(g.ctx, uint64(ptr), uint64(len(batch)))

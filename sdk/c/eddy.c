@@ -167,7 +167,7 @@ int eddy_emit(const eddy_record *r) {
 
 int eddy_emit_kv(const uint8_t *key, uint32_t key_len, const uint8_t *value, uint32_t value_len,
                  int64_t timestamp) {
-    eddy_record r = {key, key_len, value, value_len, timestamp, NULL, 0};
+    eddy_record r = {key, key_len, value, value_len, timestamp, NULL, 0, NULL};
     return eddy_emit(&r);
 }
 
@@ -270,8 +270,14 @@ static int32_t outside_input(const char *what, const uint8_t *p, uint32_t len) {
  * 2 functions; a module links eddy_aggregate.c exactly when it exports
  * the aggregate functions of version 3. */
 extern const int32_t eddy__abi_version __attribute__((weak));
+/* 6 when eddy_fields.c is linked (version 6 includes every addition before
+ * it, so it wins over the others). */
+extern const int32_t eddy__fields_version __attribute__((weak));
+/* eddy_fields.c's: hands the fields eddy_op_open declared to the host. */
+extern int eddy__fields_commit(void) __attribute__((weak));
 
 EXPORT("eddy_abi_version") int32_t eddy_export_abi_version(void) {
+    if (&eddy__fields_version != NULL) return eddy__fields_version;
     return &eddy__abi_version != NULL ? eddy__abi_version : EDDY_ABI_VERSION;
 }
 
@@ -301,13 +307,31 @@ EXPORT("eddy_open") int32_t eddy_export_open(const uint8_t *config, uint32_t len
     if (!in_input(config, len)) return outside_input("config", config, len);
     eddy__opening = 1;
     rc = eddy_op_open(config, len);
+    if (rc == 0 && eddy__fields_commit != NULL) rc = eddy__fields_commit();
     eddy__opening = 0;
     return rc == 0 ? 0 : call_failed(rc);
+}
+
+uint32_t eddy__fields_row;
+const uint8_t *eddy__batch;
+uint32_t eddy__batch_len;
+
+/* The row size of the current batch's field table, 0 for a batch without
+ * one: eddy__run_input_batch sets it around its eddy__run_batch. */
+static uint32_t batch_row;
+
+int32_t eddy__run_input_batch(const uint8_t *batch, uint32_t len, int (*each)(const eddy_record *r)) {
+    int32_t rc;
+    batch_row = eddy__fields_row;
+    rc = eddy__run_batch("batch", "input batch", batch, len, each);
+    batch_row = 0;
+    return rc;
 }
 
 int32_t eddy__run_batch(const char *range, const char *what, const uint8_t *batch, uint32_t len,
                         int (*each)(const eddy_record *r)) {
     uint32_t count, i;
+    const uint8_t *table;
     failed = 0;
     if (!in_input(batch, len)) return outside_input(range, batch, len);
     if (len < HEADER_SIZE) {
@@ -323,6 +347,11 @@ int32_t eddy__run_batch(const char *range, const char *what, const uint8_t *batc
         eddy_fail("eddy: %s: malformed: %u records do not fit in %u bytes", what, count, len);
         return 1;
     }
+    if (batch_row && HEADER_SIZE + (uint64_t)count * (ENTRY_SIZE + batch_row) > len) {
+        eddy_fail("eddy: %s: malformed: the field table of %u records does not fit in %u bytes", what, count, len);
+        return 1;
+    }
+    table = batch_row ? batch + HEADER_SIZE + ENTRY_SIZE * count : NULL;
     /* Every record is checked before the first is processed, as
      * abi.DecodeBatch does, so a bad batch fails without partial output. */
     for (i = 0; i < count; i++) {
@@ -336,6 +365,8 @@ int32_t eddy__run_batch(const char *range, const char *what, const uint8_t *batc
     }
     emitting = 1;
     eddy__has_key = 1;
+    eddy__batch = batch;
+    eddy__batch_len = len;
     for (i = 0; i < count; i++) {
         const uint8_t *e = batch + HEADER_SIZE + ENTRY_SIZE * i;
         eddy_record r;
@@ -347,6 +378,7 @@ int32_t eddy__run_batch(const char *range, const char *what, const uint8_t *batc
         r.value_len = get32(e + 20);
         r.headers_len = get32(e + 28);
         r.headers = r.headers_len ? batch + get32(e + 24) : NULL;
+        r.fields_row = table ? table + batch_row * i : NULL;
         eddy__key = r.key;
         eddy__key_len = r.key_len;
         rc = each(&r);
@@ -365,7 +397,7 @@ uint32_t eddy__batch_count(const uint8_t *batch) { return get32(batch + 4); }
 /* Weak: eddy_window.c replaces it with one that hands eddy_op_window the
  * whole batch, and eddy_aggregate.c with one that refuses every batch. */
 __attribute__((weak)) EXPORT("eddy_process") int32_t eddy_export_process(const uint8_t *batch, uint32_t len) {
-    return eddy__run_batch("batch", "input batch", batch, len, eddy_op_process);
+    return eddy__run_input_batch(batch, len, eddy_op_process);
 }
 
 int32_t eddy__run_call(int (*body)(void)) {

@@ -22,7 +22,8 @@
  * a module that uses them also compiles sdk/c/eddy_keyed.c, which is what
  * makes it declare version 2. For a window node, eddy_aggregate.h (an
  * aggregate module, version 3) and eddy_window.h (a window function) take
- * the place of eddy_op_process.
+ * the place of eddy_op_process. eddy_fields.h (version 6) lets an operator
+ * declare the JSON fields it reads, which the host then finds for it.
  *
  * The host drives one instance per task from one thread: nothing here is
  * reentrant or needs to be.
@@ -65,6 +66,10 @@ typedef struct eddy_record {
     int64_t timestamp; /* ms since the Unix epoch, or EDDY_NO_TIMESTAMP */
     const uint8_t *headers;
     uint32_t headers_len;
+    /* Version 6 (eddy_fields.h): the record's row of the batch's field
+     * table, NULL when the module declared no fields. Read it with
+     * eddy_record_valid and eddy_record_field; eddy_emit ignores it. */
+    const uint8_t *fields_row;
 } eddy_record;
 
 /* Implemented by the operator. config is the node's config from the job spec

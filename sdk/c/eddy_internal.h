@@ -38,6 +38,19 @@ extern int eddy__opening;
 int32_t eddy__run_batch(const char *range, const char *what, const uint8_t *batch, uint32_t len,
                         int (*each)(const eddy_record *r));
 
+/* eddy__run_batch for the batches of eddy_process and eddy_process2, which
+ * carry the field table (version 6) when the module declared fields: it
+ * checks the table fits and points each record's fields_row at its row. */
+int32_t eddy__run_input_batch(const uint8_t *batch, uint32_t len, int (*each)(const eddy_record *r));
+
+/* Set by eddy_fields.c when eddy_open declared fields: the size of a row
+ * of the field table (4 + 8 * paths), 0 without fields. */
+extern uint32_t eddy__fields_row;
+
+/* The batch being run, for eddy_fields.c's bounds check of a span. */
+extern const uint8_t *eddy__batch;
+extern uint32_t eddy__batch_len;
+
 /* Runs body as the body of an export that may emit (eddy_agg_create):
  * eddy_emit allowed, no current key, the output flushed when body returns
  * 0, dropped when it fails. Returns the status of the export. */

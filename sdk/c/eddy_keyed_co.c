@@ -25,9 +25,9 @@ static int bad_input(const eddy_record *r) {
 EXPORT("eddy_process2") int32_t eddy_export_process2(uint32_t input, const uint8_t *batch, uint32_t len) {
     switch (input) {
     case EDDY_LEFT:
-        return eddy__run_batch("batch", "input batch", batch, len, eddy_op_process_left);
+        return eddy__run_input_batch(batch, len, eddy_op_process_left);
     case EDDY_RIGHT:
-        return eddy__run_batch("batch", "input batch", batch, len, eddy_op_process_right);
+        return eddy__run_input_batch(batch, len, eddy_op_process_right);
     }
     return eddy__run_batch("batch", "input batch", batch, len, bad_input);
 }

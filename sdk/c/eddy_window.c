@@ -67,7 +67,7 @@ EXPORT("eddy_process") int32_t eddy_export_process(const uint8_t *batch, uint32_
     batch_of_window = batch;
     count = 0;
     at = 0;
-    st = eddy__run_batch("batch", "input batch", batch, len, each);
+    st = eddy__run_input_batch(batch, len, each);
     if (st == 0 && at == 0) {
         eddy_fail("window: an empty batch: a window function's batch starts with the window's descriptor; is the module used as a window node's apply?");
         return 1;

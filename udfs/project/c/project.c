@@ -3,13 +3,21 @@
  * and filter. It mirrors udfs/project/projection/projection.go, which
  * documents the configuration and the exact rules; change both together.
  *
- * clang --target=wasm32-wasi -mexec-model=reactor -O2 -I sdk/c \
- *     -o project-c.wasm udfs/project/c/project.c sdk/c/eddy.c sdk/c/eddy_json.c
+ * With "fields" or "where" it declares them as fields the host extracts
+ * (ABI version 6, eddy_fields.h): the host checks each value and finds the
+ * members, and apply_fields only builds the output; the path order is the
+ * fields in configuration order, then the where field if it is not one of
+ * them (Projector.Paths). With neither (or "fields": [] and no where) it
+ * scans values itself, since only their validity counts.
+ *
+ * clang --target=wasm32-wasi -mexec-model=reactor -O2 -I sdk/c -o project-c.wasm \
+ *     udfs/project/c/project.c sdk/c/eddy.c sdk/c/eddy_json.c sdk/c/eddy_fields.c
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "eddy.h"
+#include "eddy_fields.h"
 #include "eddy_json.h"
 
 enum { OP_NONE, OP_EQ, OP_NE, OP_LT, OP_LE, OP_GT, OP_GE, OP_EXISTS };
@@ -35,6 +43,9 @@ static struct {
 
     uint8_t *out;         /* scratch: the output value */
     uint32_t out_cap;
+
+    int declared;         /* the fields and the where field are declared */
+    int where_index;      /* the where field's path index */
 } p;
 
 static int oom(void) {
@@ -161,6 +172,8 @@ static int parse_where(eddy_json_span value) {
     }
 }
 
+static int declare(void);
+
 int eddy_op_open(const uint8_t *config, uint32_t len) {
     eddy_json_iter it;
     eddy_json_span key, value;
@@ -188,6 +201,47 @@ int eddy_op_open(const uint8_t *config, uint32_t len) {
             return 1;
         }
     }
+    return declare();
+}
+
+/* Declares the fields, then the where field unless it is one of them. */
+static int declare(void) {
+    uint32_t i;
+    /* With no field to read, validity is all that counts: scan. */
+    if (p.nfields == 0 && p.op == OP_NONE) return 0;
+    for (i = 0; i < p.nfields; i++) {
+        char *name = malloc(p.fields[i].len + 1);
+        if (!name) return oom();
+        memcpy(name, p.fields[i].ptr, p.fields[i].len);
+        name[p.fields[i].len] = 0;
+        if (memchr(name, 0, p.fields[i].len) != NULL) {
+            /* A field name with a NUL cannot be a C string: scan instead. */
+            free(name);
+            return 0;
+        }
+        if (eddy_field1(name) < 0) return 1;
+        free(name);
+    }
+    p.where_index = -1;
+    if (p.op != OP_NONE) {
+        for (i = 0; i < p.nfields; i++) {
+            if (p.fields[i].len == p.where.len && memcmp(p.fields[i].ptr, p.where.ptr, p.where.len) == 0) p.where_index = (int)i;
+        }
+        if (p.where_index < 0) {
+            char *name = malloc(p.where.len + 1);
+            if (!name) return oom();
+            memcpy(name, p.where.ptr, p.where.len);
+            name[p.where.len] = 0;
+            if (memchr(name, 0, p.where.len) != NULL) {
+                free(name);
+                return 0;
+            }
+            p.where_index = eddy_field1(name);
+            free(name);
+            if (p.where_index < 0) return 1;
+        }
+    }
+    p.declared = 1;
     return 0;
 }
 
@@ -217,14 +271,15 @@ static int match(eddy_json_span v) {
 /* What apply returns instead of a length. */
 enum { DROP = -1, NO_MEMORY = -2, WHOLE = -3 };
 
+static int64_t build(uint32_t len);
+
 /* Writes the projection of value to p.out and returns its length; or DROP;
  * or WHOLE when the configuration keeps values whole (eddy_emit copies, so
  * the value itself is the output, as in Go). Mirrors Projector.Apply. */
 static int64_t apply(const uint8_t *value, uint32_t len) {
     eddy_json_iter it;
     eddy_json_span key, v, cond = {0, 0};
-    uint64_t need;
-    uint32_t i, k = 0, n = 0;
+    uint32_t i;
     if (!eddy_json_objects(&it, value, len)) return DROP;
     for (i = 0; i < p.nfields; i++) p.spans[i].ptr = NULL;
     for (;;) {
@@ -241,6 +296,24 @@ static int64_t apply(const uint8_t *value, uint32_t len) {
     }
     if (p.op != OP_NONE && !match(cond)) return DROP;
     if (p.all) return WHOLE;
+    return build(len);
+}
+
+/* apply with the spans the host found (p.declared). */
+static int64_t apply_fields(const eddy_record *r) {
+    uint32_t i;
+    if (!eddy_record_valid(r)) return DROP;
+    if (p.op != OP_NONE && !match(eddy_record_field(r, p.where_index))) return DROP;
+    if (p.all) return WHOLE;
+    for (i = 0; i < p.nfields; i++) p.spans[i] = eddy_record_field(r, (int)i);
+    return build(r->value_len);
+}
+
+/* Writes the output value of p.spans to p.out and returns its length (len
+ * is the input value's, which bounds the members). */
+static int64_t build(uint32_t len) {
+    uint64_t need;
+    uint32_t i, k = 0, n = 0;
     /* The output is at most the value's members plus the prefixes. */
     need = 2 + (uint64_t)len;
     for (i = 0; i < p.nfields; i++) need += p.prefixes[i].len + 1;
@@ -266,7 +339,7 @@ static int64_t apply(const uint8_t *value, uint32_t len) {
 
 int eddy_op_process(const eddy_record *r) {
     eddy_record o = *r;
-    int64_t n = apply(r->value, r->value_len);
+    int64_t n = p.declared ? apply_fields(r) : apply(r->value, r->value_len);
     if (n == DROP) return 0;
     if (n == NO_MEMORY) return oom();
     if (n != WHOLE) {
