@@ -66,16 +66,15 @@ func EncodeFieldList(paths [][]string) []byte {
 type Fields struct {
 	paths [][]string
 	root  []fieldNode
-	found []bool // scratch, per node: its member was seen in this object
 }
 
 // fieldNode is one key of the trie of paths: the paths that start with the
 // keys down to it share it.
 type fieldNode struct {
 	name     []byte
-	path     int // the index of the path that ends here, or -1
+	plain    bool // name has no byte that a JSON string must escape, nor a backslash
+	path     int  // the index of the path that ends here, or -1
 	children []fieldNode
-	seen     int // index into Fields.found
 }
 
 // ParseFieldList decodes and checks the argument of ImportFields.
@@ -142,8 +141,7 @@ func pathString(path []string) string {
 func (f *Fields) insert(nodes []fieldNode, path []string, p int) []fieldNode {
 	i := slices.IndexFunc(nodes, func(n fieldNode) bool { return string(n.name) == path[0] })
 	if i < 0 {
-		nodes = append(nodes, fieldNode{name: []byte(path[0]), path: -1, seen: len(f.found)})
-		f.found = append(f.found, false)
+		nodes = append(nodes, fieldNode{name: []byte(path[0]), plain: plainName(path[0]), path: -1})
 		i = len(nodes) - 1
 	}
 	if len(path) == 1 {
@@ -152,6 +150,17 @@ func (f *Fields) insert(nodes []fieldNode, path []string, p int) []fieldNode {
 		nodes[i].children = f.insert(nodes[i].children, path[1:], p)
 	}
 	return nodes
+}
+
+// plainName reports whether name is written in a JSON string as it is:
+// no quote, backslash or control character.
+func plainName(name string) bool {
+	for i := range len(name) {
+		if c := name[i]; c == '"' || c == '\\' || c < 0x20 {
+			return false
+		}
+	}
+	return true
 }
 
 // Paths returns the declared paths, in the order of the list.
@@ -187,7 +196,6 @@ func (f *Fields) Extract(row, b []byte, start, end int) {
 		le.PutUint32(row[4+8*j:], FieldAbsent)
 		le.PutUint32(row[8+8*j:], 0)
 	}
-	clear(f.found)
 	it, ok := jsonscan.Objects(b[start:end])
 	if ok && f.walk(&it, f.root, row, start) {
 		le.PutUint32(row, 1)
@@ -206,6 +214,7 @@ func (f *Fields) Extract(row, b []byte, start, end int) {
 // is valid to its end.
 func (f *Fields) walk(it *jsonscan.Iter, nodes []fieldNode, row []byte, base int) bool {
 	le := binary.LittleEndian
+	var seen uint64 // bit k: nodes[k]'s member was met (at most 64 paths)
 	for {
 		key, st := it.NextKey()
 		switch st {
@@ -214,17 +223,30 @@ func (f *Fields) walk(it *jsonscan.Iter, nodes []fieldNode, row []byte, base int
 		case jsonscan.Malformed:
 			return false
 		}
+		// The raw key's content is never shorter than its unescaped
+		// name, and of the same length only without escapes: so a plain
+		// name of that length matches exactly when the bytes do.
+		c := key[1 : len(key)-1]
 		var n *fieldNode
 		for k := range nodes {
-			if !f.found[nodes[k].seen] && jsonscan.Equal(key, nodes[k].name) {
-				n = &nodes[k]
-				break
+			m := &nodes[k]
+			if seen&(1<<k) != 0 || len(c) < len(m.name) {
+				continue
 			}
+			if len(c) == len(m.name) && m.plain {
+				if string(c) != string(m.name) {
+					continue
+				}
+			} else if !jsonscan.Equal(key, m.name) {
+				continue
+			}
+			n = m
+			seen |= 1 << k
+			break
 		}
 		if n == nil {
 			continue // the next NextKey scans (and checks) the value
 		}
-		f.found[n.seen] = true
 		from := it.Offset()
 		if len(n.children) > 0 && it.PendingIsObject() {
 			inner, _ := it.Enter()
