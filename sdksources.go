@@ -34,7 +34,7 @@ import (
 //	"rust": {"sdk/rust", "abi/ABI.md"},
 //	"as":   {"sdk/assemblyscript", "abi/ABI.md"},
 //
-//go:embed abi/ABI.md abi/abi.go abi/codec.go abi/jsonscan/jsonscan.go
+//go:embed abi/ABI.md abi/abi.go abi/codec.go abi/fields.go abi/jsonscan/jsonscan.go
 //go:embed sdk/go
 //go:embed sdk/c
 //go:embed sdk/rust/Cargo.toml sdk/rust/README.md sdk/rust/src

@@ -15,7 +15,7 @@
  *
  * Build (wasi-libc reactor; C99; no other dependency):
  *
- *     clang --target=wasm32-wasi -mexec-model=reactor -O2 -mbulk-memory -msimd128 -I sdk/c \
+ *     clang --target=wasm32-wasi -mexec-model=reactor -O2 -flto -mbulk-memory -msimd128 -I sdk/c \
  *         -o op.wasm op.c sdk/c/eddy.c
  *
  * Keyed state, timers and event time (ABI version 2) are in eddy_keyed.h;

@@ -613,11 +613,11 @@ int eddy_json_number(eddy_json_span raw, double *out) {
     char small[128];
     char *s = small;
     if (raw.len == 0 || number_end(raw.ptr, raw.len, 0) != (int64_t)raw.len) return 0;
+    if (fast_number(raw.ptr, raw.len, out)) return 1;
     if (raw.len >= sizeof small) {
         s = malloc((size_t)raw.len + 1);
         if (!s) return 0;
     }
-    if (fast_number(raw.ptr, raw.len, out)) return 1;
     memcpy(s, raw.ptr, raw.len);
     s[raw.len] = 0;
     *out = strtod(s, NULL);

@@ -203,7 +203,7 @@ func TestCLinkRules(t *testing.T) {
 		// eddy_value_state2 needs ABI version 4, which eddy_keyed_schema.c declares.
 		"schema without eddy_keyed_schema.c": {[]string{"../../../udfs/counter/c-v2/counter_v2.c", "../../c/eddy_keyed.c", "../../c/eddy_json.c"}, "undefined symbol: eddy__schema_linked"},
 	} {
-		args := append([]string{"--target=wasm32-wasi", "-mexec-model=reactor", "-O2", "-mbulk-memory", "-msimd128", "-std=c99", "-I", "../../c",
+		args := append([]string{"--target=wasm32-wasi", "-mexec-model=reactor", "-O2", "-flto", "-mbulk-memory", "-msimd128", "-std=c99", "-I", "../../c",
 			"-o", filepath.Join(dir, "out.wasm"), "../../c/eddy.c"}, tc.srcs...)
 		msg, err := exec.Command("clang", args...).CombinedOutput()
 		if err == nil || !strings.Contains(string(msg), tc.want) {

@@ -23,7 +23,7 @@ func buildCFields(t *testing.T, co bool) []byte {
 		t.Skip("clang is not installed: the C SDK is not tested here")
 	}
 	out := filepath.Join(t.TempDir(), "cfields.wasm")
-	args := []string{"--target=wasm32-wasi", "-mexec-model=reactor", "-O2", "-mbulk-memory", "-msimd128", "-std=c99",
+	args := []string{"--target=wasm32-wasi", "-mexec-model=reactor", "-O2", "-flto", "-mbulk-memory", "-msimd128", "-std=c99",
 		"-Wall", "-Wextra", "-Werror", "-I", "../../c", "-o", out,
 		"testdata/cfields.c", "../../c/eddy.c", "../../c/eddy_json.c", "../../c/eddy_fields.c"}
 	if co {

@@ -73,7 +73,7 @@ func buildWasm(t *testing.T) map[string][]byte {
 		"c" + walkSuffix:   {"testdata/cjsonwalk.c", "../../c/eddy.c", "../../c/eddy_json.c"},
 	} {
 		out := filepath.Join(dir, name+".wasm")
-		args := append([]string{"--target=wasm32-wasi", "-mexec-model=reactor", "-O2", "-mbulk-memory", "-msimd128", "-std=c99",
+		args := append([]string{"--target=wasm32-wasi", "-mexec-model=reactor", "-O2", "-flto", "-mbulk-memory", "-msimd128", "-std=c99",
 			"-Wall", "-Wextra", "-Werror", "-I", "../../c", "-o", out}, srcs...)
 		if msg, err := exec.Command("clang", args...).CombinedOutput(); err != nil {
 			t.Fatalf("build the C guest %s: %v\n%s", srcs[0], err, msg)
