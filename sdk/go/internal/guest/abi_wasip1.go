@@ -44,7 +44,7 @@ const minInput = 64 << 10
 const maxInput = 1 << 30
 
 //go:wasmexport eddy_abi_version
-func exportABIVersion() int32 { return Version }
+func exportABIVersion() int32 { return ABIVersion() }
 
 // Allocation failures in Go are fatal (they trap) rather than returning 0,
 // so only sizes beyond maxInput get the ABI's 0.

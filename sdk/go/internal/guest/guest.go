@@ -5,8 +5,8 @@
 //
 // It is shared by the public packages: eddy (the operator API, ABI version
 // 1), keyed (keyed state and timers, ABI version 2), aggregate (aggregate
-// modules, ABI version 3) and window (window functions, on top of
-// eddy_process). It exists so that they can reuse the batch loop and the
+// modules, ABI version 3), window (window functions, on top of
+// eddy_process) and fields (fields the host extracts, ABI version 6). It exists so that they can reuse the batch loop and the
 // output buffer without eddy exporting them; operator authors never import
 // it.
 package guest
@@ -33,6 +33,21 @@ type Operator interface {
 // exports the aggregate functions. It does not use abi.Version, which
 // names the newest version the host knows, not the one this module needs.
 var Version int32 = 1
+
+// leastVersion is a version the module needs whatever Version says; see
+// NeedVersion.
+var leastVersion int32
+
+// NeedVersion makes eddy_abi_version report at least v. It is for a
+// package whose version is compatible with every other package's (fields:
+// 6 includes 2, 4 and 5), so it must only raise the version, while keyed,
+// schema, co and aggregate set Version outright, in an init whose order
+// relative to the caller's follows import paths (aggregate relies on
+// keyed's overwriting its 3 to tell that both are linked).
+func NeedVersion(v int32) { leastVersion = max(leastVersion, v) }
+
+// ABIVersion is what eddy_abi_version reports.
+func ABIVersion() int32 { return max(Version, leastVersion) }
 
 // OutputBufferSize is the size of the buffer Emit collects records in.
 const OutputBufferSize = 64 << 10
@@ -69,6 +84,17 @@ var (
 	// firing; hasKey is false outside those calls.
 	key    []byte
 	hasKey bool
+
+	// fieldPaths is how many paths the module declared (package fields,
+	// ABI version 6), 0 before it does: then input batches carry a field
+	// table, whose rows are fieldRowSize bytes.
+	fieldPaths   int
+	fieldRowSize int
+	// fieldBatch is the input batch being processed when it carries a
+	// field table, and fieldRow the offset in it of the current record's
+	// row; -1 outside Process and ProcessLeft/Right.
+	fieldBatch []byte
+	fieldRow   = -1
 )
 
 func newOutput() abi.Writer {
@@ -102,6 +128,20 @@ func Opening() bool { return opening }
 // firing, and false outside Process and OnTimer. The key aliases the batch:
 // it is valid until that call returns.
 func CurrentKey() ([]byte, bool) { return key, hasKey }
+
+// SetFieldPaths records that the module declared n paths (package
+// fields), so that the input batches from now on are read with a field
+// table.
+func SetFieldPaths(n int) { fieldPaths, fieldRowSize = n, abi.FieldRowSize(n) }
+
+// FieldPaths is the number of paths the module declared, 0 if none.
+func FieldPaths() int { return fieldPaths }
+
+// FieldRow returns the batch being processed and the offset in it of the
+// current record's row of the field table, or -1 when there is none
+// (outside Process, in OnTimer, in a module that declared no fields).
+// RunInput has checked that the whole table lies inside the batch.
+func FieldRow() ([]byte, int) { return fieldBatch, fieldRow }
 
 // Emit sends r downstream; see eddy.Emit.
 func Emit(r *abi.Record) {
@@ -195,7 +235,7 @@ func Process(batch []byte) int32 {
 	if b, ok := registered.(BatchOperator); ok {
 		return RunWhole(batch, "input batch", b.ProcessBatch)
 	}
-	return RunBatch(batch, "input batch", process)
+	return RunInput(batch, process)
 }
 
 // RunWhole decodes batch and hands all its records to fn at once, as Call
@@ -241,8 +281,19 @@ func Call(fn func() error) (status int32) {
 // RunBatch decodes batch and calls each for every record, in order, with
 // the record's key as the current key and Emit allowed; it flushes the
 // output at the end. An error or a panic fails the call. It implements
-// eddy_process and, for package keyed, eddy_on_timer.
-func RunBatch(batch []byte, what string, each func(r *abi.Record) error) (status int32) {
+// package keyed's eddy_on_timer, whose batches have no field table.
+func RunBatch(batch []byte, what string, each func(r *abi.Record) error) int32 {
+	return runBatch(batch, what, each, false)
+}
+
+// RunInput is RunBatch for a batch of input records (eddy_process, and
+// package co's eddy_process2): once the module has declared fields, such
+// a batch carries a field table, and FieldRow gives each record's row.
+func RunInput(batch []byte, each func(r *abi.Record) error) int32 {
+	return runBatch(batch, "input batch", each, fieldPaths > 0)
+}
+
+func runBatch(batch []byte, what string, each func(r *abi.Record) error, withFields bool) (status int32) {
 	if registered == nil {
 		return fail(ErrNoOperator)
 	}
@@ -251,11 +302,21 @@ func RunBatch(batch []byte, what string, each func(r *abi.Record) error) (status
 	if err != nil {
 		return fail("eddy: " + what + ": " + err.Error())
 	}
+	row, rowSize := -1, 0
+	if withFields {
+		row, rowSize = abi.FieldTableOffset(len(recs)), fieldRowSize
+		if end := uint64(row) + uint64(rowSize)*uint64(len(recs)); end > uint64(len(batch)) {
+			return fail(fmt.Sprintf("eddy: %s: its field table of %d rows of %d bytes at %d ends past the batch's %d bytes",
+				what, len(recs), rowSize, row, len(batch)))
+		}
+		fieldBatch = batch
+	}
 	// One deferred recover per batch, not per record: a panic fails the
 	// task anyway, so where in the batch it happened does not matter.
 	emitting = true
 	defer func() {
 		emitting, key, hasKey = false, nil, false
+		fieldBatch, fieldRow = nil, -1
 		if p := recover(); p != nil {
 			status = recovered(p)
 		}
@@ -263,6 +324,8 @@ func RunBatch(batch []byte, what string, each func(r *abi.Record) error) (status
 	hasKey = true
 	for i := range recs {
 		key = recs[i].Key
+		fieldRow = row
+		row += rowSize
 		if err := each(&recs[i]); err != nil {
 			return fail(err.Error())
 		}

@@ -21,6 +21,7 @@ func SetTestHost(h Host, op Operator) (undo func()) {
 	testHost, registered = h, op
 	out.Reset(outBuf[:])
 	emitting, opening, key, hasKey = false, false, nil, false
+	fieldPaths, fieldRowSize, fieldBatch, fieldRow = 0, 0, nil, -1
 	return func() { testHost, registered = nil, nil }
 }
 

@@ -100,11 +100,11 @@ var (
 func process2(input uint32, batch []byte) int32 {
 	switch input {
 	case Left:
-		return guest.RunBatch(batch, "input batch", left)
+		return guest.RunInput(batch, left)
 	case Right:
-		return guest.RunBatch(batch, "input batch", right)
+		return guest.RunInput(batch, right)
 	}
-	return guest.RunBatch(batch, "input batch", func(*abi.Record) error {
+	return guest.RunInput(batch, func(*abi.Record) error {
 		return errors.New("co: eddy_process2 called for an input other than 0 and 1")
 	})
 }

@@ -1,0 +1,115 @@
+// Package fields lets an Eddy operator read a few JSON members of each
+// record without scanning its value: the operator declares, in Open, the
+// paths it reads, and the host validates every value and finds those paths
+// natively while it writes the batch (abi/ABI.md, "Version 6: fields the
+// host extracts"). For each record, Valid says whether the value is one
+// valid JSON object and Get gives the raw bytes of path j's value.
+//
+//	func (o *op) Open(config []byte) error {
+//		return fields.Declare([]string{"card"}, []string{"bid", "price"})
+//	}
+//
+//	func (o *op) Process(r *eddy.Record) error {
+//		if !fields.Valid() {
+//			return nil // not a JSON object
+//		}
+//		price, ok := fields.Get(1) // `12.5`, `"12.5"`, `{…}`: raw JSON
+//		…
+//	}
+//
+// Importing this package makes the module declare ABI version 6 (its init
+// raises the version eddy_abi_version reports, and never lowers it: a
+// keyed module still uses keyed state, a package co module still has two
+// inputs). It is a package of its own for the reason package keyed is one:
+// the version must be known before eddy_open.
+//
+// The spans follow the host's rules, which are also those of
+// abi/jsonscan's Lookup: keys are compared after unescaping, at each level
+// the first member of a name counts, and a path through a value that is
+// not an object is absent. A record whose value is not a valid JSON object
+// has every path absent.
+//
+// Fields are read in Process (and package co's ProcessLeft and
+// ProcessRight), for the record being processed; timer batches, window
+// functions and aggregates have no field table, so Valid and Get panic
+// there. Nothing on the per-record path allocates.
+//
+// Like package eddy, this package only works inside a Wasm guest; on other
+// platforms Declare panics.
+package fields
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	"github.com/eddy-stream/eddy/abi"
+	"github.com/eddy-stream/eddy/sdk/go/internal/guest"
+)
+
+func init() { guest.NeedVersion(abi.FieldsVersion) }
+
+// list is the encoded field list while the host reads it, held by a
+// package-level variable as every buffer handed to the host is.
+var list []byte
+
+// Errors of Declare, returned before anything reaches the host.
+var (
+	ErrNotOpening = errors.New("fields: Declare called outside Open: the host takes a module's fields only during eddy_open")
+	ErrTwice      = errors.New("fields: Declare called twice: a module declares its fields once, all in one call")
+)
+
+// Declare declares the paths this instance reads, in the order Get numbers
+// them: path ["bid", "price"] is the member price of the object that is
+// the member bid of the value. It may be called once, from Open. The host
+// checks the list (1 to 64 paths of 1 to 8 keys, no path twice) and fails
+// Open with a message naming what is wrong.
+func Declare(paths ...[]string) error {
+	if !guest.Opening() {
+		return ErrNotOpening
+	}
+	if guest.FieldPaths() > 0 {
+		return ErrTwice
+	}
+	list = abi.EncodeFieldList(paths)
+	hostFields(list)
+	list = nil
+	guest.SetFieldPaths(len(paths))
+	return nil
+}
+
+// Valid reports whether the value of the record being processed is one
+// valid JSON object. It panics outside Process and in a module that did
+// not Declare.
+func Valid() bool {
+	b, row := guest.FieldRow()
+	if row < 0 {
+		panic(errNoRow)
+	}
+	return binary.LittleEndian.Uint32(b[row:]) == 1
+}
+
+// Get returns the raw bytes of path j's value in the record being
+// processed (a string with its quotes and escapes, an object or array
+// whole), and false when the path is absent or the value is not a valid
+// JSON object. The bytes alias the input batch, as the record does: they
+// are valid until Process returns. It panics outside Process, in a module
+// that did not Declare, and for j out of range.
+func Get(j int) ([]byte, bool) {
+	b, row := guest.FieldRow()
+	if row < 0 {
+		panic(errNoRow)
+	}
+	if uint(j) >= uint(guest.FieldPaths()) {
+		panic(fmt.Sprintf("fields: Get(%d) of %d declared paths", j, guest.FieldPaths()))
+	}
+	at := row + 4 + 8*j
+	off := binary.LittleEndian.Uint32(b[at:])
+	if off == abi.FieldAbsent {
+		return nil, false
+	}
+	end := int(off) + int(binary.LittleEndian.Uint32(b[at+4:]))
+	return b[off:end:end], true
+}
+
+const errNoRow = "fields: no record with fields: Valid and Get are for Process (and ProcessLeft/ProcessRight) of a module that called Declare"
