@@ -21,6 +21,27 @@
 // Records whose value is not a valid JSON object are dropped. Output members
 // are in configuration order with their raw value bytes; missing fields are
 // left out; when a field occurs twice in a value, the first one counts.
+//
+// # Fields the host extracts
+//
+// Apply scans the value itself. A module of ABI version 6 (abi/ABI.md,
+// "Version 6: fields the host extracts") can instead have the host find
+// the fields, and call ApplySpans with what it found:
+//
+//   - Paths gives the paths to declare, each of one key: the "fields"
+//     names in configuration order, then the where field if there is a
+//     where clause and its name (after unescaping) is not one of the
+//     "fields" names. It is empty when there are neither "fields" names
+//     nor a where clause: then there is nothing to declare, and the
+//     module calls Apply (which still drops values that are not JSON
+//     objects).
+//   - ApplySpans(dst, value, valid, spans) takes the record's status
+//     (valid: the value is one valid JSON object) and spans[j], the raw
+//     bytes of path j's value (the first member of that name, as the host
+//     finds it), nil when absent; len(spans) == len(Paths()). The where
+//     field's span is spans[i] when it is "fields" name i, else the last.
+//     It returns exactly what Apply(dst, value) returns: the same bytes,
+//     the same drops.
 package projection
 
 import (
@@ -55,6 +76,7 @@ type Projector struct {
 
 	op      Op
 	where   []byte // where field name, unescaped
+	whereAt int    // the where field's index in Paths: a field's, or len(fields)
 	numeric bool   // compare as numbers (else as strings)
 	number  float64
 	text    []byte
@@ -92,7 +114,26 @@ func Parse(config []byte) (*Projector, error) {
 			return nil, fmt.Errorf("project: config: unknown or repeated key %s", key)
 		}
 	}
+	p.whereAt = len(p.fields)
+	for i, f := range p.fields {
+		if p.op != OpNone && string(f) == string(p.where) {
+			p.whereAt = i
+		}
+	}
 	return p, nil
+}
+
+// Paths returns the JSON paths ApplySpans needs, in the order of its
+// spans: see the package documentation.
+func (p *Projector) Paths() [][]string {
+	var paths [][]string
+	for _, f := range p.fields {
+		paths = append(paths, []string{string(f)})
+	}
+	if p.op != OpNone && p.whereAt == len(p.fields) {
+		paths = append(paths, []string{string(p.where)})
+	}
+	return paths
 }
 
 func (p *Projector) parseFields(value []byte) error {
@@ -225,6 +266,28 @@ func (p *Projector) Apply(dst, value []byte) (out []byte, keep bool) {
 			}
 		}
 	}
+	return p.project(dst, value, cond, p.spans)
+}
+
+// ApplySpans is Apply on what the host found in value instead of a scan:
+// valid is the record's status and spans the values of Paths, nil when
+// absent (see the package documentation). It gives the same result as
+// Apply(dst, value).
+func (p *Projector) ApplySpans(dst, value []byte, valid bool, spans [][]byte) (out []byte, keep bool) {
+	if !valid {
+		return dst, false
+	}
+	var cond []byte
+	if p.op != OpNone {
+		cond = spans[p.whereAt]
+	}
+	return p.project(dst, value, cond, spans[:len(p.fields)])
+}
+
+// project is the end of Apply and ApplySpans, once the value is known to
+// be an object: it filters on the where field's value cond and appends the
+// fields' values spans (nil when missing) to dst.
+func (p *Projector) project(dst, value, cond []byte, spans [][]byte) (out []byte, keep bool) {
 	if p.op != OpNone && !p.match(cond) {
 		return dst, false
 	}
@@ -233,7 +296,7 @@ func (p *Projector) Apply(dst, value []byte) (out []byte, keep bool) {
 	}
 	dst = append(dst, '{')
 	n := 0
-	for i, v := range p.spans {
+	for i, v := range spans {
 		if v == nil {
 			continue
 		}
