@@ -97,11 +97,8 @@ func Valid() bool {
 // that did not Declare, and for j out of range.
 func Get(j int) ([]byte, bool) {
 	b, row := guest.FieldRow()
-	if row < 0 {
-		panic(errNoRow)
-	}
-	if uint(j) >= uint(guest.FieldPaths()) {
-		panic(fmt.Sprintf("fields: Get(%d) of %d declared paths", j, guest.FieldPaths()))
+	if row < 0 || uint(j) >= uint(guest.FieldPaths()) {
+		badGet(j)
 	}
 	at := row + 4 + 8*j
 	off := binary.LittleEndian.Uint32(b[at:])
@@ -110,6 +107,15 @@ func Get(j int) ([]byte, bool) {
 	}
 	end := int(off) + int(binary.LittleEndian.Uint32(b[at+4:]))
 	return b[off:end:end], true
+}
+
+// badGet panics with what is wrong with Get(j). It is apart from Get so
+// that Get stays small enough to be inlined.
+func badGet(j int) {
+	if _, row := guest.FieldRow(); row < 0 {
+		panic(errNoRow)
+	}
+	panic(fmt.Sprintf("fields: Get(%d) of %d declared paths", j, guest.FieldPaths()))
 }
 
 const errNoRow = "fields: no record with fields: Valid and Get are for Process (and ProcessLeft/ProcessRight) of a module that called Declare"

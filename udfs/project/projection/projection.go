@@ -328,7 +328,7 @@ func (p *Projector) match(v []byte) bool {
 	if jsonscan.KindOf(v) != jsonscan.Number {
 		return false
 	}
-	x, ok := jsonscan.ParseNumber(v)
+	x, ok := parseNumber(v)
 	if !ok {
 		return false
 	}
@@ -347,4 +347,52 @@ func (p *Projector) match(v []byte) bool {
 		return x >= p.number
 	}
 	return false
+}
+
+// pow10 are the powers of ten that float64 represents exactly.
+var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
+	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// parseNumber is jsonscan.ParseNumber with a fast path for the numbers
+// records mostly hold: at most 15 digits, an optional fraction, no
+// exponent. Such a number is m / 10^k with m and 10^k exact in float64, so
+// one division rounds it correctly, as strconv.ParseFloat does (Clinger's
+// fast path, which strconv takes too, but only after work that costs Go's
+// wasm backend about a microsecond). Anything else goes to ParseNumber.
+func parseNumber(v []byte) (float64, bool) {
+	i, neg := 0, false
+	if len(v) > 0 && v[0] == '-' {
+		i, neg = 1, true
+	}
+	var m uint64
+	digits, frac, dot := 0, 0, false
+	for ; i < len(v); i++ {
+		c := v[i]
+		switch {
+		case c >= '0' && c <= '9':
+			if c == '0' && digits == 0 && !dot && i+1 < len(v) && v[i+1] >= '0' && v[i+1] <= '9' {
+				return jsonscan.ParseNumber(v) // a leading zero: not JSON
+			}
+			m = m*10 + uint64(c-'0')
+			digits++
+			if dot {
+				frac++
+			}
+		case c == '.' && !dot && digits > 0:
+			dot = true
+			if i+1 == len(v) {
+				return jsonscan.ParseNumber(v) // "1.": not JSON
+			}
+		default:
+			return jsonscan.ParseNumber(v) // an exponent, or not a number
+		}
+	}
+	if digits == 0 || digits > 15 {
+		return jsonscan.ParseNumber(v)
+	}
+	x := float64(m) / pow10[frac]
+	if neg {
+		x = -x
+	}
+	return x, true
 }

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/eddy-stream/eddy/abi"
+	"github.com/eddy-stream/eddy/abi/jsonscan"
 )
 
 // spanConfigs cover every op, a where field that is and is not one of the
@@ -219,5 +222,31 @@ func TestApplySpansNoAllocations(t *testing.T) {
 	}
 	if out, keep := p.ApplySpans(nil, value, true, spans); !keep || string(out) != `{"card":"4111","amount":150.25}` {
 		t.Fatalf("got %s, %v", out, keep)
+	}
+}
+
+// TestParseNumber: the fast path gives what jsonscan.ParseNumber gives.
+func TestParseNumber(t *testing.T) {
+	cases := []string{"0", "-0", "1", "-1", "174.77", "0.1", "-0.000", "123456789012345", "999999999999999.9",
+		"1234567890123456", "0.30000000000000004", "100", "100.0", "100.00000000000001", "9007199254740993",
+		"1.", ".5", "01", "-", "", "1e2", "1E-2", "--1", "1.2.3", "1x", "00", "-01.5", "0.", "7.000000000000001"}
+	rng := rand.New(rand.NewPCG(1, 5))
+	for range 20000 {
+		digits := 1 + rng.IntN(16)
+		s := strconv.FormatUint(rng.Uint64()%uint64(math.Pow10(digits)), 10)
+		if k := rng.IntN(len(s) + 1); k > 0 && k < len(s) {
+			s = s[:k] + "." + s[k:]
+		}
+		if rng.IntN(2) == 0 {
+			s = "-" + s
+		}
+		cases = append(cases, s)
+	}
+	for _, c := range cases {
+		x, ok := parseNumber([]byte(c))
+		wx, wok := jsonscan.ParseNumber([]byte(c))
+		if ok != wok || math.Float64bits(x) != math.Float64bits(wx) {
+			t.Fatalf("parseNumber(%q) = %v, %v; jsonscan.ParseNumber: %v, %v", c, x, ok, wx, wok)
+		}
 	}
 }
