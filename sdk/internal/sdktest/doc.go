@@ -7,9 +7,10 @@
 // guests themselves (go build, and clang when it is installed), so they
 // need no committed fixtures. rust_test.go builds testdata/rustguest.rs
 // with sdk/rust (when Debian's rustc is installed) and runs it through the
-// real host package rather than the test host here. json_test.go holds the
-// C SDK's JSON reader to abi/jsonscan and encoding/json, built with and
-// without -msimd128 (testdata/cjson.c).
+// real host package rather than the test host here, as fields_test.go
+// does with fieldsguest/ (package fields, one- and two-input).
+// json_test.go holds the C SDK's JSON reader to abi/jsonscan and
+// encoding/json, built with and without -msimd128 (testdata/cjson.c).
 //
 // It holds no code for other packages; the example operators and their
 // fixtures live in udfs/.
