@@ -23,9 +23,9 @@
 // inputs). It is a package of its own for the reason package keyed is one:
 // the version must be known before eddy_open.
 //
-// The spans follow the host's rules, which are also those of
-// abi/jsonscan's Lookup: keys are compared after unescaping, at each level
-// the first member of a name counts, and a path through a value that is
+// The spans follow the host's rules (for a one-key path, what
+// abi/jsonscan's Lookup finds): keys are compared after unescaping, at
+// each level the first member of a name counts, and a path through a value that is
 // not an object is absent. A record whose value is not a valid JSON object
 // has every path absent.
 //
