@@ -65,16 +65,8 @@ func EncodeFieldList(paths [][]string) []byte {
 // It keeps scratch space, so one Fields serves one instance (one goroutine).
 type Fields struct {
 	paths [][]string
-	root  []fieldNode
-}
-
-// fieldNode is one key of the trie of paths: the paths that start with the
-// keys down to it share it.
-type fieldNode struct {
-	name     []byte
-	plain    bool // name has no byte that a JSON string must escape, nor a backslash
-	path     int  // the index of the path that ends here, or -1
-	children []fieldNode
+	find  *jsonscan.Paths
+	spans []int // scratch: Find's (offset, length) pairs
 }
 
 // ParseFieldList decodes and checks the argument of ImportFields.
@@ -128,39 +120,13 @@ func ParseFieldList(b []byte) (*Fields, error) {
 	if at != len(b) {
 		return nil, fmt.Errorf("field list has %d bytes after its %d paths", len(b)-at, n)
 	}
-	for p, path := range f.paths {
-		f.root = f.insert(f.root, path, p)
-	}
+	f.find = jsonscan.NewPaths(f.paths)
+	f.spans = make([]int, 2*len(f.paths))
 	return f, nil
 }
 
 func pathString(path []string) string {
 	return fmt.Sprintf("%q", path)
-}
-
-func (f *Fields) insert(nodes []fieldNode, path []string, p int) []fieldNode {
-	i := slices.IndexFunc(nodes, func(n fieldNode) bool { return string(n.name) == path[0] })
-	if i < 0 {
-		nodes = append(nodes, fieldNode{name: []byte(path[0]), plain: plainName(path[0]), path: -1})
-		i = len(nodes) - 1
-	}
-	if len(path) == 1 {
-		nodes[i].path = p
-	} else {
-		nodes[i].children = f.insert(nodes[i].children, path[1:], p)
-	}
-	return nodes
-}
-
-// plainName reports whether name is written in a JSON string as it is:
-// no quote, backslash or control character.
-func plainName(name string) bool {
-	for i := range len(name) {
-		if c := name[i]; c == '"' || c == '\\' || c < 0x20 {
-			return false
-		}
-	}
-	return true
 }
 
 // Paths returns the declared paths, in the order of the list.
@@ -192,80 +158,20 @@ func (f *Fields) EncodeBatch(dst []byte, recs []Record) int {
 // value b[start:end], with offsets relative to b.
 func (f *Fields) Extract(row, b []byte, start, end int) {
 	le := binary.LittleEndian
-	for j := range f.paths {
-		le.PutUint32(row[4+8*j:], FieldAbsent)
-		le.PutUint32(row[8+8*j:], 0)
-	}
-	it, ok := jsonscan.Objects(b[start:end])
-	if ok && f.walk(&it, f.root, row, start) {
+	valid := f.find.Find(b[start:end], f.spans)
+	if valid {
 		le.PutUint32(row, 1)
-		return
+	} else {
+		le.PutUint32(row, 0)
 	}
-	le.PutUint32(row, 0)
 	for j := range f.paths {
-		le.PutUint32(row[4+8*j:], FieldAbsent)
-		le.PutUint32(row[8+8*j:], 0)
-	}
-}
-
-// walk reads the members of the object it iterates to its end, recording
-// the span of each path of nodes (offsets in the iterator's input plus
-// base) at the first member of its name, and reports whether the object
-// is valid to its end.
-func (f *Fields) walk(it *jsonscan.Iter, nodes []fieldNode, row []byte, base int) bool {
-	le := binary.LittleEndian
-	var seen uint64 // bit k: nodes[k]'s member was met (at most 64 paths)
-	for {
-		key, st := it.NextKey()
-		switch st {
-		case jsonscan.End:
-			return true
-		case jsonscan.Malformed:
-			return false
-		}
-		// The raw key's content is never shorter than its unescaped
-		// name, and of the same length only without escapes: so a plain
-		// name of that length matches exactly when the bytes do.
-		c := key[1 : len(key)-1]
-		var n *fieldNode
-		for k := range nodes {
-			m := &nodes[k]
-			if seen&(1<<k) != 0 || len(c) < len(m.name) {
-				continue
-			}
-			if len(c) == len(m.name) && m.plain {
-				if string(c) != string(m.name) {
-					continue
-				}
-			} else if !jsonscan.Equal(key, m.name) {
-				continue
-			}
-			n = m
-			seen |= 1 << k
-			break
-		}
-		if n == nil {
-			continue // the next NextKey scans (and checks) the value
-		}
-		from := it.Offset()
-		if len(n.children) > 0 && it.PendingIsObject() {
-			inner, _ := it.Enter()
-			if !f.walk(&inner, n.children, row, base) || !it.Leave(&inner) {
-				return false
-			}
-			if n.path >= 0 {
-				le.PutUint32(row[4+8*n.path:], uint32(base+from))
-				le.PutUint32(row[8+8*n.path:], uint32(it.Offset()-from))
-			}
+		off, n := f.spans[2*j], f.spans[2*j+1]
+		if off < 0 {
+			le.PutUint32(row[4+8*j:], FieldAbsent)
+			le.PutUint32(row[8+8*j:], 0)
 			continue
 		}
-		v, st := it.Value()
-		if st != jsonscan.Field {
-			return false
-		}
-		if n.path >= 0 {
-			le.PutUint32(row[4+8*n.path:], uint32(base+from))
-			le.PutUint32(row[8+8*n.path:], uint32(len(v)))
-		}
+		le.PutUint32(row[4+8*j:], uint32(start+off))
+		le.PutUint32(row[8+8*j:], uint32(n))
 	}
 }
