@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"slices"
 	"strings"
 	"syscall"
@@ -72,7 +73,13 @@ func benchNexmark(root string, events int64, p int, only string) error {
 				return fmt.Errorf("%s: %w", q, err)
 			}
 			cpu0, t0 := cpuTime(), time.Now()
-			stats, err := job.Run(ctx)
+			var stats *dataflow.Summary
+			// Labelled, so that -cpuprofile splits by query and variant
+			// (pprof -tagfocus=variant=native -tagfocus=query=q0); the
+			// job's goroutines inherit the labels.
+			pprof.Do(ctx, pprof.Labels("query", q, "variant", [2]string{"wasm", "native"}[variant]), func(ctx context.Context) {
+				stats, err = job.Run(ctx)
+			})
 			cpu, took := cpuTime()-cpu0, time.Since(t0)
 			backend.Close()
 			os.RemoveAll(stateDir)
