@@ -207,6 +207,7 @@ type generator struct {
 	key    []byte // reused per record: Batch.Add copies
 	value  []byte
 	nx     *nexmark.Generator // kind nexmark: built by Open
+	spare  int                // kind nexmark: arena room asked for an event
 }
 
 func newGenerator(cfg generatorConfig) *generator {
@@ -234,6 +235,7 @@ func (g *generator) Open(ctx context.Context, info stream.TaskInfo) error {
 	g.pacer = newPacer(g.cfg.rate / float64(parallelism))
 	g.key = make([]byte, 0, 32)
 	g.value = make([]byte, 0, 160)
+	g.spare = 512
 	g.open = true
 	return nil
 }
@@ -372,9 +374,12 @@ func decodeGeneratorPosition(pos []byte) (next, step uint64, err error) {
 func (g *generator) add(b *stream.Batch, n uint64) {
 	if g.nx != nil {
 		// Nexmark events have no key: its queries key_by their fields.
-		var ts int64
-		g.value, ts = g.nx.AppendJSON(g.value[:0], n)
-		b.Add(nil, g.value, ts)
+		// The event is written in the batch's arena, not copied there;
+		// the room asked for is the largest event so far, so that an
+		// event rarely outgrows it (AddSpare then copies it).
+		v, ts := g.nx.AppendJSON(b.Spare(g.spare), n)
+		g.spare = max(g.spare, len(v))
+		b.AddSpare(v, ts)
 		return
 	}
 	r := g.recordRand(n)

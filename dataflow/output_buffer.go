@@ -42,12 +42,21 @@ func (t *task) openBuffers() {
 // subtask of a keyed output, else 0) and sends the buffer each time it is
 // full. b is read-only (see send), so the buffer takes its records without
 // copying their bytes. A batch that would not wait goes on as it is: with
-// no timeout, or full already with nothing buffered before it.
-func (t *task) buffer(ctx context.Context, idx, slot int, b *stream.Batch) error {
+// no timeout, or full already with nothing buffered before it. own says
+// that nothing else refers to b: an empty buffer then becomes b, whose
+// records need not be copied into a batch of the buffer's own.
+func (t *task) buffer(ctx context.Context, idx, slot int, b *stream.Batch, own bool) error {
 	size := t.job.spec.BatchSize
 	buf := &t.bufs[idx][slot]
 	if buf.batch == nil && (t.bufferTimeout <= 0 || b.Len() >= size) {
 		return t.deliverBatch(ctx, idx, slot, b)
+	}
+	if buf.batch == nil && own && b.Len() > 0 {
+		buf.batch = b
+		buf.since = time.Now()
+		t.buffered++
+		t.armFlush(buf.since.Add(t.bufferTimeout))
+		return nil
 	}
 	for i := range b.Records {
 		if buf.batch == nil {

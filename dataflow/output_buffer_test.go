@@ -206,3 +206,115 @@ func TestBufferTimeoutBatches(t *testing.T) {
 		})
 	}
 }
+
+// countSource produces records {"seq":0} … {"seq":n-1}, as many per Next as
+// the task asks for.
+type countSource struct{ n, next int }
+
+func (s *countSource) Open(context.Context, stream.TaskInfo) error { return nil }
+func (s *countSource) Next(_ context.Context, b *stream.Batch, limit int) error {
+	for range limit {
+		if s.next == s.n {
+			return io.EOF
+		}
+		b.Add(nil, fmt.Appendf(nil, `{"seq":%d}`, s.next), int64(s.next))
+		s.next++
+	}
+	return nil
+}
+func (s *countSource) Close() error { return nil }
+
+// dropThirds forwards its input but every record whose timestamp is a
+// multiple of 3: its output batches are never full.
+type dropThirds struct{}
+
+func (dropThirds) Open(context.Context, stream.TaskInfo) error { return nil }
+func (dropThirds) Process(_ context.Context, in, out *stream.Batch) error {
+	for i := range in.Records {
+		if in.Records[i].Timestamp%3 != 0 {
+			out.AddRecord(&in.Records[i])
+		}
+	}
+	return nil
+}
+func (dropThirds) Finish(context.Context, *stream.Batch) error { return nil }
+func (dropThirds) Close() error                                { return nil }
+
+// valueSink keeps every record value and batch size it gets.
+type valueSink struct {
+	mu     *sync.Mutex
+	values *[]string
+	sizes  *[]int
+}
+
+func (s valueSink) Open(context.Context, stream.TaskInfo) error { return nil }
+func (s valueSink) Write(_ context.Context, b *stream.Batch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, r := range b.Records {
+		*s.values = append(*s.values, string(r.Value))
+	}
+	*s.sizes = append(*s.sizes, b.Len())
+	return nil
+}
+func (valueSink) Finish(context.Context) error { return nil }
+func (valueSink) Close() error                 { return nil }
+
+// TestBufferTakesOverStageBatch: an operator's output batches, never full,
+// wait in the output buffer of its task — the first of each buffer is
+// the operator's own batch, taken over rather than copied, the next ones
+// are added to it — and every record reaches the sink once, with its
+// bytes, in full batches but for the last of each task.
+func TestBufferTakesOverStageBatch(t *testing.T) {
+	const n = 5000
+	spec := parse(t, `name: take-over
+batch_size: 16
+buffer_timeout: 1h
+nodes:
+  - name: src
+    source: {generator: {kind: sequence}}
+  - name: drop
+    input: src
+    parallelism: 2
+    wasm: {module: "native:drop"}
+  - name: out
+    input: drop
+    parallelism: 1
+    sink: {discard: {}}
+`)
+	var mu sync.Mutex
+	var values []string
+	var sizes []int
+	job, err := dataflow.NewJob(context.Background(), spec, dataflow.Options{
+		Connectors:      testConnectors{src: func() stream.Source { return &countSource{n: n} }, sink: func() stream.Sink { return valueSink{&mu, &values, &sizes} }},
+		NativeOperators: map[string]func() stream.Operator{"native:drop": func() stream.Operator { return dropThirds{} }},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if _, err := job.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var want []string
+	for i := range n {
+		if i%3 != 0 {
+			want = append(want, fmt.Sprintf(`{"seq":%d}`, i))
+		}
+	}
+	slices.Sort(want)
+	slices.Sort(values)
+	if !slices.Equal(values, want) {
+		t.Fatalf("the sink got %d values, want the %d the operator passed (first %q)", len(values), len(want), values[:min(3, len(values))])
+	}
+	partial := 0
+	for _, s := range sizes {
+		if s != 16 {
+			partial++
+		}
+	}
+	if partial > 2 {
+		t.Fatalf("%d of %d batches at the sink are not full (sizes %v), want at most the last of each of the 2 tasks", partial, len(sizes), sizes)
+	}
+}

@@ -976,15 +976,27 @@ func (t *task) owned(b *stream.Batch) **stream.Batch {
 // and is read-only from here on (consumers of a fan-out share it, buffers
 // keep its records), so a stage that owned it gets a new one.
 func (t *task) send(ctx context.Context, outs []*output, b *stream.Batch) error {
-	if slot := t.owned(b); slot != nil {
-		*slot = stream.NewBatch(t.job.spec.BatchSize)
+	bytes := payloadBytes(b)
+	slot := t.owned(b)
+	if slot != nil {
+		// The next batch of the stage will likely be about as large: room
+		// for as many records and one arena for as many bytes (and an
+		// eighth more), rather than room for a full batch of records
+		// (20 KB for 256, where a filter passes a few) and Add's chain of
+		// doubling arenas, which allocated twice the bytes it held.
+		n := min(t.job.spec.BatchSize, b.Len()+b.Len()/8+8)
+		*slot = stream.NewBatchSized(n, int(bytes+bytes/8))
 	}
+	// b is this send's alone when it was a stage's and goes to one
+	// output that does not split it: an output buffer may then take it
+	// over rather than copy its records.
+	own := slot != nil && len(outs) == 1 && outs[0].mode != hashKey
 	for _, o := range outs {
 		idx := t.outputIndex(o)
 		t.metrics.out.Add(int64(b.Len()))
-		t.metrics.bytesOut.Add(payloadBytes(b))
+		t.metrics.bytesOut.Add(bytes)
 		if o.mode != hashKey {
-			if err := t.buffer(ctx, idx, 0, b); err != nil {
+			if err := t.buffer(ctx, idx, 0, b, own); err != nil {
 				return err
 			}
 			continue
@@ -997,7 +1009,7 @@ func (t *task) send(ctx context.Context, outs []*output, b *stream.Batch) error 
 			if part == nil {
 				continue
 			}
-			if err := t.buffer(ctx, idx, target, part); err != nil {
+			if err := t.buffer(ctx, idx, target, part, false); err != nil {
 				return err
 			}
 		}

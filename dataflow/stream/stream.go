@@ -45,6 +45,18 @@ func NewBatch(n int) *Batch {
 	return &Batch{Records: make([]Record, 0, n)}
 }
 
+// NewBatchSized returns an empty batch with room for n records and bytes
+// bytes of keys and values in one arena: a batch that will hold about as
+// much as one before it, which Add would otherwise fill through a chain
+// of doubling arenas (4 KB, 8 KB, … each kept alive by its records).
+func NewBatchSized(n, bytes int) *Batch {
+	b := &Batch{Records: make([]Record, 0, n)}
+	if bytes > 0 {
+		b.arena = make([]byte, 0, bytes)
+	}
+	return b
+}
+
 // DecodeBatch turns the bytes of an Exchange frame (abi.AppendBatch
 // encoding) into a batch that owns them: the records alias buf, which
 // becomes the batch's arena, so nothing is copied and buf must not be
@@ -100,19 +112,50 @@ func (b *Batch) copyBytes(p []byte) []byte {
 		return nil
 	}
 	if cap(b.arena)-len(b.arena) < len(p) {
-		// Start a new arena: records already added keep the old one alive.
-		n := 2 * cap(b.arena)
-		if n < 4096 {
-			n = 4096
-		}
-		for n < len(p) {
-			n *= 2
-		}
-		b.arena = make([]byte, 0, n)
+		b.grow(len(p))
 	}
 	start := len(b.arena)
 	b.arena = append(b.arena, p...)
 	return b.arena[start:len(b.arena):len(b.arena)]
+}
+
+// grow starts a new arena with room for at least need bytes: records
+// already added keep the old one alive.
+func (b *Batch) grow(need int) {
+	n := 2 * cap(b.arena)
+	if n < 4096 {
+		n = 4096
+	}
+	for n < need {
+		n *= 2
+	}
+	b.arena = make([]byte, 0, n)
+}
+
+// Spare returns the free end of the batch's arena, empty, with room for at
+// least n bytes. A source that builds record values appends one to it and
+// adds it with AddSpare, which saves the copy Add makes of a value built
+// in a buffer of its own. Spare's slice is invalid after any other call
+// that adds to b.
+func (b *Batch) Spare(n int) []byte {
+	if cap(b.arena)-len(b.arena) < n {
+		b.grow(n)
+	}
+	return b.arena[len(b.arena):len(b.arena)]
+}
+
+// AddSpare appends a record without key whose value was appended to the
+// slice Spare returned: the record takes those bytes in place. A value
+// that outgrew Spare's room (append moved it elsewhere), or that is not
+// Spare's, is copied as Add does.
+func (b *Batch) AddSpare(value []byte, ts int64) {
+	start := len(b.arena)
+	if n := len(value); n > 0 && n <= cap(b.arena)-start && &value[0] == &b.arena[start : start+1][0] {
+		b.arena = b.arena[:start+n]
+		b.Records = append(b.Records, Record{Value: b.arena[start : start+n : start+n], Timestamp: ts})
+		return
+	}
+	b.Add(nil, value, ts)
 }
 
 // Add appends a record, copying key and value into the batch.
