@@ -46,6 +46,7 @@ func main() {
 	flag.Int64Var(&swap.StateBytes, "swap-state", swap.StateBytes, "bytes of Pebble state of the large-state swap runs (0: small state only)")
 	flag.DurationVar(&swap.Settle, "swap-settle", swap.Settle, "steady flow before each upgrade in the swap part")
 	cpuProfile := flag.String("cpuprofile", "", "write a CPU profile of the run to this file")
+	memProfile := flag.String("memprofile", "", "write a heap profile (what the run allocated: pprof -sample_index=alloc_space) to this file at the end")
 	flag.Parse()
 	// The tasks' life-cycle lines (info) are not figures.
 	slog.SetDefault(slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
@@ -59,6 +60,18 @@ func main() {
 			os.Exit(1)
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *memProfile != "" {
+		defer func() {
+			f, err := os.Create(*memProfile)
+			if err == nil {
+				err = pprof.Lookup("allocs").WriteTo(f, 0)
+				f.Close()
+			}
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "eddy-bench: -memprofile:", err)
+			}
+		}()
 	}
 	var err error
 	switch *only {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/metrics"
 	"runtime/pprof"
 	"slices"
 	"strings"
@@ -40,12 +41,12 @@ func benchNexmark(root string, events int64, p int, only string) error {
 	defer done()
 	dir := filepath.Join(root, "examples", "nexmark")
 	fmt.Printf("nexmark: %d events per query, parallelism %d, Pebble state, discarding sink; events/s per core = events / CPU seconds of the process\n", events, p)
-	fmt.Printf("%-5s %14s %14s %8s %12s %10s %10s %12s\n", "query", "wasm ev/s/core", "native", "wasm/nat", "Flink 2.0", "wasm/Flink", "wall s", "results")
+	fmt.Printf("%-5s %14s %14s %8s %12s %10s %10s %12s %10s %10s\n", "query", "wasm ev/s/core", "native", "wasm/nat", "Flink 2.0", "wasm/Flink", "wall s", "results", "wasm B/ev", "native B/ev")
 	for _, q := range nexmark.Queries {
 		if only != "" && !slices.Contains(strings.Split(only, ","), q) {
 			continue
 		}
-		var figures [2]float64
+		var figures, allocs [2]float64
 		var wall time.Duration
 		var results int64
 		for variant := range 2 {
@@ -72,6 +73,7 @@ func benchNexmark(root string, events int64, p int, only string) error {
 			if err != nil {
 				return fmt.Errorf("%s: %w", q, err)
 			}
+			alloc0 := allocated()
 			cpu0, t0 := cpuTime(), time.Now()
 			var stats *dataflow.Summary
 			// Labelled, so that -cpuprofile splits by query and variant
@@ -81,6 +83,7 @@ func benchNexmark(root string, events int64, p int, only string) error {
 				stats, err = job.Run(ctx)
 			})
 			cpu, took := cpuTime()-cpu0, time.Since(t0)
+			allocs[variant] = float64(allocated()-alloc0) / float64(events)
 			backend.Close()
 			os.RemoveAll(stateDir)
 			if err != nil {
@@ -97,9 +100,18 @@ func benchNexmark(root string, events int64, p int, only string) error {
 			}
 		}
 		flink := flinkPerCore[q]
-		fmt.Printf("%-5s %14.0f %14.0f %8.2f %12.0f %10.2f %10.1f %12d\n", q, figures[0], figures[1], figures[0]/figures[1], flink, figures[0]/flink, wall.Seconds(), results)
+		fmt.Printf("%-5s %14.0f %14.0f %8.2f %12.0f %10.2f %10.1f %12d %10.0f %10.0f\n", q, figures[0], figures[1], figures[0]/figures[1], flink, figures[0]/flink, wall.Seconds(), results, allocs[0], allocs[1])
 	}
 	return nil
+}
+
+// allocated is the bytes this process allocated on the heap so far: per
+// event, it says what the garbage collector has to keep up with, and it
+// does not drift with the machine's load as times do.
+func allocated() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }
 
 // cpuTime is the user and system CPU time of this process so far.
