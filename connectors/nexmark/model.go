@@ -31,7 +31,8 @@ type rawEvent struct {
 func (g *Generator) generate(n uint64, e *rawEvent) {
 	c := &g.cfg
 	r := seeded.At(g.seedMix, n)
-	e.typ = g.Type(n)
+	at := g.placeOf(n)
+	e.typ = g.typeAt(at)
 	base := g.BaseTime(n)
 	e.ts = base
 	if c.DisorderMs > 0 {
@@ -48,7 +49,7 @@ func (g *Generator) generate(n uint64, e *rawEvent) {
 	}
 	switch e.typ {
 	case TypePerson:
-		e.id = g.lastPersonID(n) + FirstPersonID
+		e.id = g.lastPersonID(at) + FirstPersonID
 		e.s[0] = field(func(b []byte) []byte {
 			b = append(b, firstNames[r.Intn(uint64(len(firstNames)))]...)
 			b = append(b, ' ')
@@ -74,11 +75,11 @@ func (g *Generator) generate(n uint64, e *rawEvent) {
 		size := 8 + len(e.s[0]) + len(e.s[1]) + len(e.s[2]) + len(e.s[3]) + len(e.s[4])
 		e.extra = g.nextExtra(&r, size, c.AvgPersonBytes)
 	case TypeAuction:
-		e.id = g.lastAuctionID(n) + FirstAuctionID
+		e.id = g.lastAuctionID(at) + FirstAuctionID
 		if r.Intn(c.HotSellersRatio) > 0 {
-			e.seller = g.lastPersonID(n) / hotIDRatio * hotIDRatio
+			e.seller = g.lastPersonID(at) / hotIDRatio * hotIDRatio
 		} else {
-			e.seller = g.nextPersonID(n, &r)
+			e.seller = g.nextPersonID(at, &r)
 		}
 		e.seller += FirstPersonID
 		e.category = FirstCategoryID + int64(r.Intn(NumCategories))
@@ -91,15 +92,15 @@ func (g *Generator) generate(n uint64, e *rawEvent) {
 		e.extra = g.nextExtra(&r, size, c.AvgAuctionBytes)
 	default:
 		if r.Intn(c.HotAuctionRatio) > 0 {
-			e.auction = g.lastAuctionID(n) / hotIDRatio * hotIDRatio
+			e.auction = g.lastAuctionID(at) / hotIDRatio * hotIDRatio
 		} else {
-			e.auction = g.nextAuctionID(n, &r)
+			e.auction = g.nextAuctionID(at, &r)
 		}
 		e.auction += FirstAuctionID
 		if r.Intn(c.HotBiddersRatio) > 0 {
-			e.bidder = g.lastPersonID(n)/hotIDRatio*hotIDRatio + 1
+			e.bidder = g.lastPersonID(at)/hotIDRatio*hotIDRatio + 1
 		} else {
-			e.bidder = g.nextPersonID(n, &r)
+			e.bidder = g.nextPersonID(at, &r)
 		}
 		e.bidder += FirstPersonID
 		e.price = nextPrice(&r)
@@ -114,21 +115,39 @@ func (g *Generator) generate(n uint64, e *rawEvent) {
 	g.scratch = buf[:0]
 }
 
-// lastPersonID is the base-0 id of the newest person at event n: persons
+// place is where an event falls in the repeating blocks of total events
+// (persons first, then auctions, then bids): the block and the offset in
+// it. generate computes it once per event for the helpers below, which
+// each divided by total, a slow instruction, on their own before.
+type place struct{ epoch, offset uint64 }
+
+func (g *Generator) placeOf(n uint64) place { return place{n / g.total, n % g.total} }
+
+func (g *Generator) typeAt(at place) int {
+	switch {
+	case at.offset < g.cfg.PersonProportion:
+		return TypePerson
+	case at.offset < g.cfg.PersonProportion+g.cfg.AuctionProportion:
+		return TypeAuction
+	}
+	return TypeBid
+}
+
+// lastPersonID is the base-0 id of the newest person at an event: persons
 // are the first PersonProportion events of every block of total.
-func (g *Generator) lastPersonID(n uint64) int64 {
-	epoch, offset := n/g.total, n%g.total
+func (g *Generator) lastPersonID(at place) int64 {
+	epoch, offset := at.epoch, at.offset
 	if offset >= g.cfg.PersonProportion {
 		offset = g.cfg.PersonProportion - 1
 	}
 	return int64(epoch*g.cfg.PersonProportion + offset)
 }
 
-// lastAuctionID is the base-0 id of the newest auction at event n; −1
+// lastAuctionID is the base-0 id of the newest auction at an event; −1
 // before the first auction.
-func (g *Generator) lastAuctionID(n uint64) int64 {
+func (g *Generator) lastAuctionID(at place) int64 {
 	p, a := g.cfg.PersonProportion, g.cfg.AuctionProportion
-	epoch, offset := int64(n/g.total), n%g.total
+	epoch, offset := int64(at.epoch), at.offset
 	switch {
 	case offset < p:
 		epoch--
@@ -143,16 +162,16 @@ func (g *Generator) lastAuctionID(n uint64) int64 {
 
 // nextPersonID is a random active person: one of the newest ActivePeople,
 // or a few ids ahead.
-func (g *Generator) nextPersonID(n uint64, r *seeded.Rand) int64 {
-	people := uint64(g.lastPersonID(n)) + 1
+func (g *Generator) nextPersonID(at place, r *seeded.Rand) int64 {
+	people := uint64(g.lastPersonID(at)) + 1
 	active := min(people, g.cfg.ActivePeople)
 	return int64(people - active + r.Intn(active+personIDLead))
 }
 
 // nextAuctionID is a random in-flight auction: one of the newest
 // InFlightAuctions, or a few ids ahead.
-func (g *Generator) nextAuctionID(n uint64, r *seeded.Rand) int64 {
-	hi := max(g.lastAuctionID(n), 0)
+func (g *Generator) nextAuctionID(at place, r *seeded.Rand) int64 {
+	hi := max(g.lastAuctionID(at), 0)
 	lo := max(hi-int64(g.cfg.InFlightAuctions), 0)
 	return lo + int64(r.Intn(uint64(hi-lo)+1+auctionIDLead))
 }

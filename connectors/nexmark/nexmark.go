@@ -327,19 +327,17 @@ func New(c Config) (*Generator, error) {
 func (g *Generator) Config() Config { return g.cfg }
 
 // Type is the kind of event n, without generating it.
-func (g *Generator) Type(n uint64) int {
-	switch rem := n % g.total; {
-	case rem < g.cfg.PersonProportion:
-		return TypePerson
-	case rem < g.cfg.PersonProportion+g.cfg.AuctionProportion:
-		return TypeAuction
-	}
-	return TypeBid
-}
+func (g *Generator) Type(n uint64) int { return g.typeAt(g.placeOf(n)) }
 
 // BaseTime is event n's event time before the disorder: StartMs + n ×
 // IntervalNs, in ms. Events' dateTime is at most DisorderMs earlier.
 func (g *Generator) BaseTime(n uint64) int64 {
+	if hi, lo := bits.Mul64(n, g.cfg.IntervalNs); hi == 0 {
+		// MulDivClamped's value when the product fits in 64 bits (always,
+		// but for events trillions of years on), by a constant divisor,
+		// which compiles to a multiplication instead of a 128-bit division.
+		return seeded.AddClamped(g.cfg.StartMs, int64(lo/1e6))
+	}
 	return seeded.AddClamped(g.cfg.StartMs, seeded.MulDivClamped(n, g.cfg.IntervalNs, 1e6))
 }
 

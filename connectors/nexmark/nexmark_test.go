@@ -63,8 +63,8 @@ func TestModel(t *testing.T) {
 				}
 				maxTS = max(maxTS, ts)
 				s.kinds[ev.Type]++
-				lastP := g.lastPersonID(n) + FirstPersonID
-				lastA := g.lastAuctionID(n) + FirstAuctionID
+				lastP := g.lastPersonID(g.placeOf(n)) + FirstPersonID
+				lastA := g.lastAuctionID(g.placeOf(n)) + FirstAuctionID
 				switch ev.Type {
 				case TypePerson:
 					// People get consecutive ids in event order.
