@@ -354,7 +354,7 @@ func (g *Generator) Event(n uint64) Event {
 		ev.Auction = &Auction{ID: e.id, ItemName: string(e.s[0]), Description: string(e.s[1]), InitialBid: e.initialBid,
 			Reserve: e.reserve, DateTime: e.ts, Expires: e.expires, Seller: e.seller, Category: e.category, Extra: string(e.extra)}
 	default:
-		name, url := hotChannels[0], ""
+		var name, url string
 		if h := e.hotChannel; h >= 0 {
 			name, url = hotChannels[h], g.hotURLs[h]
 		} else {
