@@ -242,30 +242,35 @@ func (w *Writer) Fits(r *Record) bool {
 }
 
 // Append adds r and reports whether it fitted; nothing is written when it
-// did not.
+// did not. The data goes below what is already there, key first, then
+// value and headers: sizes are computed once and the entry is written
+// through one bounds-checked slice, which matters to guests (Go's wasm
+// backend pays for every check and call).
 func (w *Writer) Append(r *Record) bool {
-	if !w.Fits(r) {
+	kl, vl, hs := len(r.Key), len(r.Value), headersSize(r.Headers)
+	at := HeaderSize + EntrySize*w.count
+	data := w.data - kl - vl - hs
+	if data < at+EntrySize {
 		return false
 	}
+	buf := w.buf
+	e := buf[at : at+EntrySize : at+EntrySize]
 	le := binary.LittleEndian
-	e := w.buf[HeaderSize+EntrySize*w.count:]
-	le.PutUint64(e, uint64(r.Timestamp))
-	if hs := headersSize(r.Headers); hs > 0 {
-		w.data -= hs
-		putHeaders(w.buf, w.data, r.Headers)
-		le.PutUint32(e[24:], uint32(w.data))
+	le.PutUint64(e[0:], uint64(r.Timestamp))
+	le.PutUint32(e[8:], uint32(data))
+	le.PutUint32(e[12:], uint32(kl))
+	le.PutUint32(e[16:], uint32(data+kl))
+	le.PutUint32(e[20:], uint32(vl))
+	if hs > 0 {
+		putHeaders(buf, data+kl+vl, r.Headers)
+		le.PutUint32(e[24:], uint32(data+kl+vl))
 		le.PutUint32(e[28:], uint32(hs))
 	} else {
 		le.PutUint64(e[24:], 0)
 	}
-	w.data -= len(r.Value)
-	copy(w.buf[w.data:], r.Value)
-	le.PutUint32(e[16:], uint32(w.data))
-	le.PutUint32(e[20:], uint32(len(r.Value)))
-	w.data -= len(r.Key)
-	copy(w.buf[w.data:], r.Key)
-	le.PutUint32(e[8:], uint32(w.data))
-	le.PutUint32(e[12:], uint32(len(r.Key)))
+	copy(buf[data:], r.Key)
+	copy(buf[data+kl:], r.Value)
+	w.data = data
 	w.count++
 	return true
 }
