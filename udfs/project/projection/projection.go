@@ -360,34 +360,33 @@ var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
 // fast path, which strconv takes too, but only after work that costs Go's
 // wasm backend about a microsecond). Anything else goes to ParseNumber.
 func parseNumber(v []byte) (float64, bool) {
-	i, neg := 0, false
-	if len(v) > 0 && v[0] == '-' {
-		i, neg = 1, true
+	// Each digit costs one range check: Go's wasm backend pays for every
+	// taken branch, so the JSON grammar's finer points (a leading zero,
+	// "1.") are checked once at the end instead of per digit.
+	s, neg := v, false
+	if len(s) > 0 && s[0] == '-' {
+		s, neg = s[1:], true
 	}
 	var m uint64
-	digits, frac, dot := 0, 0, false
-	for ; i < len(v); i++ {
-		c := v[i]
-		switch {
-		case c >= '0' && c <= '9':
-			if c == '0' && digits == 0 && !dot && i+1 < len(v) && v[i+1] >= '0' && v[i+1] <= '9' {
-				return jsonscan.ParseNumber(v) // a leading zero: not JSON
-			}
-			m = m*10 + uint64(c-'0')
-			digits++
-			if dot {
-				frac++
-			}
-		case c == '.' && !dot && digits > 0:
-			dot = true
-			if i+1 == len(v) {
-				return jsonscan.ParseNumber(v) // "1.": not JSON
-			}
-		default:
-			return jsonscan.ParseNumber(v) // an exponent, or not a number
+	i := 0
+	for i < len(s) && s[i]-'0' <= 9 {
+		m = m*10 + uint64(s[i]-'0')
+		i++
+	}
+	whole, frac := i, 0
+	if i < len(s) && s[i] == '.' {
+		i++
+		for i < len(s) && s[i]-'0' <= 9 {
+			m = m*10 + uint64(s[i]-'0')
+			i++
+		}
+		frac = i - whole - 1
+		if frac == 0 {
+			return jsonscan.ParseNumber(v) // "1.": not JSON
 		}
 	}
-	if digits == 0 || digits > 15 {
+	if i != len(s) || whole == 0 || whole+frac > 15 || (s[0] == '0' && whole > 1) {
+		// an exponent, too many digits, a leading zero, not a number
 		return jsonscan.ParseNumber(v)
 	}
 	x := float64(m) / pow10[frac]
