@@ -205,41 +205,35 @@ int eddy_op_open(const uint8_t *config, uint32_t len) {
 }
 
 /* Declares the fields, then the where field unless it is one of them. */
+/* Declares the one-key path name: 0 with its index in *index, 1 after
+ * eddy_fail, -1 when the name has a NUL byte (no C string can hold it). */
+static int declare_name(bytes name, int *index) {
+    char *s;
+    if (memchr(name.ptr, 0, name.len) != NULL) return -1;
+    s = malloc(name.len + 1);
+    if (!s) return oom();
+    memcpy(s, name.ptr, name.len);
+    s[name.len] = 0;
+    *index = eddy_field1(s);
+    free(s);
+    return *index < 0;
+}
+
 static int declare(void) {
     uint32_t i;
+    int index, rc;
     /* With no field to read, validity is all that counts: scan. */
     if (p.nfields == 0 && p.op == OP_NONE) return 0;
     for (i = 0; i < p.nfields; i++) {
-        char *name = malloc(p.fields[i].len + 1);
-        if (!name) return oom();
-        memcpy(name, p.fields[i].ptr, p.fields[i].len);
-        name[p.fields[i].len] = 0;
-        if (memchr(name, 0, p.fields[i].len) != NULL) {
-            /* A field name with a NUL cannot be a C string: scan instead. */
-            free(name);
-            return 0;
-        }
-        if (eddy_field1(name) < 0) return 1;
-        free(name);
+        /* A name with a NUL (-1): the module scans instead. */
+        if ((rc = declare_name(p.fields[i], &index)) != 0) return rc > 0;
     }
     p.where_index = -1;
     if (p.op != OP_NONE) {
         for (i = 0; i < p.nfields; i++) {
             if (p.fields[i].len == p.where.len && memcmp(p.fields[i].ptr, p.where.ptr, p.where.len) == 0) p.where_index = (int)i;
         }
-        if (p.where_index < 0) {
-            char *name = malloc(p.where.len + 1);
-            if (!name) return oom();
-            memcpy(name, p.where.ptr, p.where.len);
-            name[p.where.len] = 0;
-            if (memchr(name, 0, p.where.len) != NULL) {
-                free(name);
-                return 0;
-            }
-            p.where_index = eddy_field1(name);
-            free(name);
-            if (p.where_index < 0) return 1;
-        }
+        if (p.where_index < 0 && (rc = declare_name(p.where, &p.where_index)) != 0) return rc > 0;
     }
     p.declared = 1;
     return 0;
