@@ -97,6 +97,10 @@ function loginPage(): void {
     h("label", { for: "token" }, "Token"), input, h("button", { type: "submit" }, "Log in"), err);
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
+    // The message of an earlier refusal goes now: what shows next is this
+    // attempt's answer.
+    loginError = "";
+    replace(err);
     setToken(input.value.trim() || null);
     try {
       await call("GET", "/v1/jobs");

@@ -84,7 +84,9 @@ try {
     step = "login refuses a wrong token";
     await page.fill("#token", badToken);
     await page.click("form#login button[type=submit]");
-    await page.locator("#login-error", { hasText: "refused" }).waitFor();
+    // The answer to this attempt (a form shown after the first page's own
+    // refusal carries that message until the submit clears it).
+    await page.locator("#login-error", { hasText: "refused: invalid API token" }).waitFor();
     const err = (await page.textContent("#login-error")).trim();
     if (await page.locator("#jobs").count() !== 0) throw new Error("the jobs list is shown after a refused login");
     if (await page.evaluate(() => sessionStorage.getItem("eddy.token")) !== null) throw new Error("a refused token was kept");
