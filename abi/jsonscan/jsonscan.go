@@ -101,7 +101,8 @@ func skipSpace(b []byte, i int) int {
 // special8 is nonzero if one of the 8 bytes of x may be '"', '\\' or
 // below 0x20 (SWAR: (v - 0x01..) &^ v & 0x80.. flags a zero byte of v, and
 // (x - 0x20..) &^ x & 0x80.. a byte of x below 0x20; neither misses one,
-// and a false alarm sends stringEnd byte by byte, which decides).
+// and a false alarm only ever comes above a true one: the lowest flagged
+// byte is exact).
 func special8(x uint64) uint64 {
 	const ones, highs = 0x0101010101010101, 0x8080808080808080
 	q, bs := x^(ones*'"'), x^(ones*'\\')
@@ -120,16 +121,14 @@ func load8(b []byte) uint64 {
 // b[i], or -1.
 func stringEnd(b []byte, i int) int {
 	i++
-	for i < len(b) {
-		if i+8 <= len(b) && special8(load8(b[i:i+8])) == 0 {
-			i += 8
-			continue
+	for {
+		if i = plainEnd(b, i); i >= len(b) {
+			return -1
 		}
-		c := b[i]
-		switch {
-		case c == '"':
+		switch b[i] {
+		case '"':
 			return i + 1
-		case c == '\\':
+		case '\\':
 			if i+1 >= len(b) {
 				return -1
 			}
@@ -144,13 +143,10 @@ func stringEnd(b []byte, i int) int {
 			default:
 				return -1
 			}
-		case c < 0x20:
+		default: // below 0x20
 			return -1
-		default:
-			i++
 		}
 	}
-	return -1
 }
 
 // numberEnd returns the index after the number starting at b[i], or -1.

@@ -134,11 +134,20 @@ func (p *Paths) object(b []byte, i int, nodes []pathNode, spans []int) int {
 			return -1
 		}
 		i = skipSpace(b, i+1)
-		var end int
-		if n != nil && n.children != nil && i < len(b) && b[i] == '{' {
-			end = p.object(b, i, n.children, spans)
-		} else {
-			end = ValueEnd(b, i)
+		end := -1
+		if i < len(b) {
+			// Strings and numbers, most values, without ValueEnd's
+			// container stack.
+			switch c := b[i]; {
+			case c == '"':
+				end = stringEnd(b, i)
+			case c == '-' || isDigit(c):
+				end = numberEnd(b, i)
+			case c == '{' && n != nil && n.children != nil:
+				end = p.object(b, i, n.children, spans)
+			default:
+				end = ValueEnd(b, i)
+			}
 		}
 		if end < 0 {
 			return -1

@@ -83,7 +83,44 @@ func row(n int) string {
 		s.WriteByte('|')
 		s.Write(v)
 	}
-	return s.String()
+	got := s.String()
+	// Spans gives what Valid and Get give, for every prefix of the paths.
+	for k := 0; k <= n; k++ {
+		spans := make([][]byte, k)
+		valid := Spans(spans)
+		var t strings.Builder
+		if valid {
+			t.WriteByte('1')
+		} else {
+			t.WriteByte('0')
+		}
+		for _, v := range spans {
+			if v == nil {
+				v = []byte("-")
+			}
+			t.WriteByte('|')
+			t.Write(v)
+		}
+		if want := got[:prefixLen(got, k)]; t.String() != want {
+			return fmt.Sprintf("Spans of %d paths gave %q, Valid and Get %q", k, t.String(), want)
+		}
+	}
+	return got
+}
+
+// prefixLen is the length of row's text up to its k-th "|" field (the
+// spans never contain "|" in these tests).
+func prefixLen(row string, k int) int {
+	n := 0
+	for i := range len(row) {
+		if row[i] == '|' {
+			if n == k {
+				return i
+			}
+			n++
+		}
+	}
+	return len(row)
 }
 
 func TestVersion(t *testing.T) {
@@ -202,6 +239,10 @@ func TestNoTable(t *testing.T) {
 	if st := guest.Process(short); st == abi.StatusOK || !strings.Contains(h.failures[len(h.failures)-1], "field table of 2 rows of 12 bytes") {
 		t.Fatalf("a batch without its table: status %d, %q", st, h.failures)
 	}
+	op.process = func(r *abi.Record) error { Spans(make([][]byte, 2)); return nil }
+	if st := guest.Process(h.batch([]abi.Record{{Value: []byte(`{}`)}})); st == abi.StatusOK || !strings.Contains(h.failures[len(h.failures)-1], "Spans of 2 paths, 1 declared") {
+		t.Fatalf("Spans of too many paths: status %d, %q", st, h.failures)
+	}
 	op.process = func(r *abi.Record) error { Get(1); return nil }
 	if st := guest.Process(h.batch([]abi.Record{{Value: []byte(`{}`)}})); st == abi.StatusOK || !strings.Contains(h.failures[len(h.failures)-1], "Get(1) of 1 declared paths") {
 		t.Fatalf("Get out of range: status %d, %q", st, h.failures)
@@ -211,6 +252,7 @@ func TestNoTable(t *testing.T) {
 // TestNoAllocations: reading the fields of a batch allocates nothing.
 func TestNoAllocations(t *testing.T) {
 	var sum int
+	var spans [2][]byte
 	op := &operator{
 		open: func() error { return Declare([]string{"card"}, []string{"amount"}) },
 		process: func(r *abi.Record) error {
@@ -219,6 +261,9 @@ func TestNoAllocations(t *testing.T) {
 					v, _ := Get(j)
 					sum += len(v)
 				}
+			}
+			if Spans(spans[:]) {
+				sum += len(spans[0]) + len(spans[1])
 			}
 			return nil
 		},

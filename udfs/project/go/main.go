@@ -43,10 +43,7 @@ func (o *projector) Process(r *eddy.Record) error {
 	var out []byte
 	var keep bool
 	if o.spans != nil {
-		for j := range o.spans {
-			o.spans[j], _ = fields.Get(j)
-		}
-		out, keep = o.p.ApplySpans(o.out[:0], r.Value, fields.Valid(), o.spans)
+		out, keep = o.p.ApplySpans(o.out[:0], r.Value, fields.Spans(o.spans), o.spans)
 	} else {
 		out, keep = o.p.Apply(o.out[:0], r.Value)
 	}

@@ -9,13 +9,16 @@
 //	'N'        declare nothing
 //
 // Each output value is the status digit, then for each path "|" and the
-// span's bytes, or "|-" when absent; with 'N', the value unchanged.
+// span's bytes, or "|-" when absent; with 'N', the value unchanged. It
+// fails the call when fields.Spans disagrees with Valid and Get.
 // Built with -tags two it is a two-input operator (package co) whose
 // inputs both echo, the right one with its output key prefixed by "r:".
 package main
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 
 	"github.com/eddy-stream/eddy/abi"
 	eddy "github.com/eddy-stream/eddy/sdk/go"
@@ -26,6 +29,7 @@ type guest struct {
 	mode  byte
 	paths [][]string
 	out   []byte
+	spans [][]byte
 }
 
 func (g *guest) Open(config []byte) error {
@@ -71,6 +75,19 @@ func (g *guest) echo(r *eddy.Record, key []byte) error {
 			g.out = append(g.out, v...)
 		} else {
 			g.out = append(g.out, '-')
+		}
+	}
+	// Spans must give what Valid and Get gave.
+	if len(g.spans) != len(g.paths) {
+		g.spans = make([][]byte, len(g.paths))
+	}
+	valid := fields.Spans(g.spans)
+	if valid != (g.out[0] == '1') {
+		return fmt.Errorf("fieldsguest: Spans says valid %v, Valid %c", valid, g.out[0])
+	}
+	for j, v := range g.spans {
+		if w, ok := fields.Get(j); ok != (v != nil) || !bytes.Equal(v, w) {
+			return fmt.Errorf("fieldsguest: Spans gives path %d as %q, Get as %q (%v)", j, v, w, ok)
 		}
 	}
 	eddy.Emit(eddy.Record{Key: key, Value: g.out, Timestamp: r.Timestamp})
