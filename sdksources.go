@@ -37,7 +37,7 @@ import (
 // abi/ and abi/jsonscan are globbed, not listed: a file added there is
 // part of what the Go SDK compiles (WriteSDK leaves out the _test.go files).
 //
-//go:embed abi/ABI.md abi/*.go abi/jsonscan/*.go
+//go:embed abi/ABI.md abi/*.go abi/jsonscan/*.go abi/jsonscan/*.s
 //go:embed sdk/go
 //go:embed sdk/c
 //go:embed sdk/rust/Cargo.toml sdk/rust/README.md sdk/rust/src
