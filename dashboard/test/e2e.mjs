@@ -84,9 +84,11 @@ try {
     step = "login refuses a wrong token";
     await page.fill("#token", badToken);
     await page.click("form#login button[type=submit]");
-    // The answer to this attempt (a form shown after the first page's own
-    // refusal carries that message until the submit clears it).
-    await page.locator("#login-error", { hasText: "refused: invalid API token" }).waitFor();
+    // The answer to this attempt: a form shown after the first page's own
+    // refusal carries that message until the submit clears it (the real
+    // coordinator says "invalid API token" for a wrong token and "needs an
+    // API token" for none; the fixture "invalid token" for both).
+    await page.locator("#login-error", { hasText: "refused: invalid" }).waitFor();
     const err = (await page.textContent("#login-error")).trim();
     if (await page.locator("#jobs").count() !== 0) throw new Error("the jobs list is shown after a refused login");
     if (await page.evaluate(() => sessionStorage.getItem("eddy.token")) !== null) throw new Error("a refused token was kept");
