@@ -204,7 +204,6 @@ int eddy_op_open(const uint8_t *config, uint32_t len) {
     return declare();
 }
 
-/* Declares the fields, then the where field unless it is one of them. */
 /* Declares the one-key path name: 0 with its index in *index, 1 after
  * eddy_fail, -1 when the name has a NUL byte (no C string can hold it). */
 static int declare_name(bytes name, int *index) {
@@ -219,6 +218,7 @@ static int declare_name(bytes name, int *index) {
     return *index < 0;
 }
 
+/* Declares the fields, then the where field unless it is one of them. */
 static int declare(void) {
     uint32_t i;
     int index, rc;
