@@ -28,4 +28,7 @@ func (s *discardSink) Write(ctx context.Context, b *stream.Batch) error {
 
 func (s *discardSink) Finish(ctx context.Context) error { return nil }
 
+// ReleasesInput: it keeps nothing.
+func (s *discardSink) ReleasesInput() bool { return true }
+
 func (s *discardSink) Close() error { return nil }

@@ -158,6 +158,9 @@ func (s *fileSink) Write(ctx context.Context, b *stream.Batch) error {
 	return nil
 }
 
+// ReleasesInput: Write copies into the file's buffer.
+func (s *fileSink) ReleasesInput() bool { return true }
+
 // Finish flushes, syncs and renames the temporary file into place: the
 // sync comes first so that the rename never publishes a file whose data is
 // not yet on disk. With checkpoints it publishes everything staged too.

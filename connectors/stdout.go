@@ -51,6 +51,9 @@ func (s *stdoutSink) Write(ctx context.Context, b *stream.Batch) error {
 	return s.flush()
 }
 
+// ReleasesInput: Write copies into its buffer.
+func (s *stdoutSink) ReleasesInput() bool { return true }
+
 func (s *stdoutSink) flush() error {
 	if len(s.buf) == 0 {
 		return nil

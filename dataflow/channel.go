@@ -182,7 +182,11 @@ func (o *remoteOutlet) deliver(ctx context.Context, msg message, m *taskMetrics)
 	if msg.kind == msgEOS {
 		o.eos = true
 	}
-	if err := o.stream.Send(&eddyv1.TransferRequest{Kind: &eddyv1.TransferRequest_Frame{Frame: messageFrame(msg)}}); err != nil {
+	err := o.stream.Send(&eddyv1.TransferRequest{Kind: &eddyv1.TransferRequest_Frame{Frame: messageFrame(msg)}})
+	if msg.kind == msgBatch {
+		msg.batch.Recycle() // this outlet owned it (send), and the frame is a copy
+	}
+	if err != nil {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -73,7 +73,10 @@ func (s *sinkOperator) Process(ctx context.Context, in, _ *stream.Batch) error {
 	return s.sink.Write(ctx, in)
 }
 func (s *sinkOperator) Finish(ctx context.Context, _ *stream.Batch) error { return s.sink.Finish(ctx) }
-func (s *sinkOperator) Close() error                                      { return s.sink.Close() }
+
+// ReleasesInput is the sink's.
+func (s *sinkOperator) ReleasesInput() bool { return stream.ReleasesInput(s.sink) }
+func (s *sinkOperator) Close() error        { return s.sink.Close() }
 
 // wasmOperator runs one instance of a Wasm module.
 type wasmOperator struct {
@@ -130,6 +133,10 @@ func (w *wasmOperator) Process(_ context.Context, in, out *stream.Batch) error {
 	w.out = out
 	return w.inst.Process(in.Records, w.emit)
 }
+
+// ReleasesInput: the host copies the input into guest memory (or the
+// fields it extracts) and what the module emits into out.
+func (w *wasmOperator) ReleasesInput() bool { return true }
 
 func (w *wasmOperator) Finish(_ context.Context, out *stream.Batch) error {
 	w.out = out
@@ -265,6 +272,11 @@ func (w *keyedWasmOperator) collectTimer(t state.Timer) error {
 type twoInputWasmOperator struct {
 	*keyedWasmOperator
 }
+
+// ReleasesInput is false for keyed Wasm operators until their use of a
+// record's key (current key, timers, state) is audited for references
+// kept past Process; the embedded wasmOperator's true does not carry over.
+func (k *keyedWasmOperator) ReleasesInput() bool { return false }
 
 var _ stream.TwoInputOperator = (*twoInputWasmOperator)(nil)
 

@@ -38,46 +38,91 @@ func (t *task) openBuffers() {
 	}
 }
 
-// buffer adds the records of b to output idx's buffer slot (the consumer
-// subtask of a keyed output, else 0) and sends the buffer each time it is
-// full. b is read-only (see send), so the buffer takes its records without
-// copying their bytes. A batch that would not wait goes on as it is: with
-// no timeout, or full already with nothing buffered before it. own says
-// that nothing else refers to b: an empty buffer then becomes b, whose
-// records need not be copied into a batch of the buffer's own.
-func (t *task) buffer(ctx context.Context, idx, slot int, b *stream.Batch, own bool) error {
+// buffer adds b, which nothing else refers to, to the buffer of output
+// idx (a forward or rebalance edge) and sends the buffer each time it is
+// full. It returns whether it took b itself — sent it on, or made it the
+// buffer — and the caller must then leave b alone; otherwise b is the
+// caller's again. What waits is filled from b's first records, copied;
+// the rest of b then goes on as it is (no timeout, or a full batch) or
+// becomes the buffer, its records moved to the front of b without
+// copying their bytes. A stage's batch of nearly batch_size records (a
+// projection, a filter that passes most) is so handed on with a few of
+// its records copied, and every batch that leaves is full but the last
+// before a timeout or a control message.
+func (t *task) buffer(ctx context.Context, idx int, b *stream.Batch) (bool, error) {
 	size := t.job.spec.BatchSize
-	buf := &t.bufs[idx][slot]
-	if buf.batch == nil && (t.bufferTimeout <= 0 || b.Len() >= size) {
-		return t.deliverBatch(ctx, idx, slot, b)
-	}
-	if buf.batch == nil && own && b.Len() > 0 {
-		buf.batch = b
-		buf.since = time.Now()
-		t.buffered++
-		t.armFlush(buf.since.Add(t.bufferTimeout))
-		return nil
-	}
-	for i := range b.Records {
-		if buf.batch == nil {
-			buf.batch = stream.NewBatch(size)
-			buf.since = time.Now()
-			t.buffered++
-			t.armFlush(buf.since.Add(t.bufferTimeout))
+	buf := &t.bufs[idx][0]
+	if buf.batch != nil {
+		k := min(size-buf.batch.Len(), b.Len())
+		for i := range k {
+			buf.batch.AddRecord(&b.Records[i])
 		}
-		buf.batch.AddOwned(b.Records[i])
 		if buf.batch.Len() >= size {
-			if err := t.flushBuffer(ctx, idx, slot); err != nil {
-				return err
+			if err := t.flushBuffer(ctx, idx, 0); err != nil {
+				return false, err
 			}
 		}
+		if k == b.Len() {
+			return false, nil
+		}
+		n := copy(b.Records, b.Records[k:])
+		clear(b.Records[n:])
+		b.Records = b.Records[:n]
+	}
+	if b.Len() == 0 {
+		return false, nil
+	}
+	if t.bufferTimeout <= 0 || b.Len() >= size {
+		return true, t.deliverBatch(ctx, idx, 0, b)
+	}
+	if cap(b.Records) < size {
+		// Too small to fill without growing: a filter's few records.
+		return false, t.copyInto(ctx, idx, b.Records)
+	}
+	t.startBuffer(buf, b)
+	return true, nil
+}
+
+// copyInto copies recs into the buffer of output idx (a forward or
+// rebalance edge), sending it each time it is full, and at once with no
+// timeout.
+func (t *task) copyInto(ctx context.Context, idx int, recs []stream.Record) error {
+	for i := range recs {
+		if err := t.addRecord(ctx, idx, 0, &recs[i]); err != nil {
+			return err
+		}
+	}
+	if t.bufferTimeout <= 0 {
+		return t.flushOutput(ctx, idx)
 	}
 	return nil
 }
 
+// addRecord copies r into buffer slot of output idx, and sends the
+// buffer when it is full.
+func (t *task) addRecord(ctx context.Context, idx, slot int, r *stream.Record) error {
+	buf := &t.bufs[idx][slot]
+	if buf.batch == nil {
+		t.startBuffer(buf, stream.GetBatch(t.job.spec.BatchSize, 0))
+	}
+	buf.batch.AddRecord(r)
+	if buf.batch.Len() >= t.job.spec.BatchSize {
+		return t.flushBuffer(ctx, idx, slot)
+	}
+	return nil
+}
+
+// startBuffer makes b the batch of the empty buffer buf.
+func (t *task) startBuffer(buf *outputBuffer, b *stream.Batch) {
+	buf.batch = b
+	buf.since = time.Now()
+	t.buffered++
+	t.armFlush(buf.since.Add(t.bufferTimeout))
+}
+
 // deliverBatch sends b on output idx: to the same subtask on a forward
 // edge, round-robin by batch on a rebalance edge, to subtask slot on a
-// keyed edge.
+// keyed edge. The receiver owns b from here on.
 func (t *task) deliverBatch(ctx context.Context, idx, slot int, b *stream.Batch) error {
 	o := t.chain.outputs[idx]
 	target := slot

@@ -13,8 +13,10 @@ import (
 	"time"
 
 	"github.com/eddy-stream/eddy/dataflow"
+	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/dataflow/stream"
 	"github.com/eddy-stream/eddy/internal/testkit"
+	"github.com/eddy-stream/eddy/state"
 )
 
 // trickleSource produces one record per Next, n in all. Then it ends with
@@ -316,5 +318,129 @@ nodes:
 	}
 	if partial > 2 {
 		t.Fatalf("%d of %d batches at the sink are not full (sizes %v), want at most the last of each of the 2 tasks", partial, len(sizes), sizes)
+	}
+}
+
+// keepSink keeps the batches it is given, as a sink that does not
+// implement stream.InputReleaser may: the runtime must not reuse them.
+type keepSink struct {
+	mu   *sync.Mutex
+	kept *[]*stream.Batch
+}
+
+func (s keepSink) Open(context.Context, stream.TaskInfo) error { return nil }
+func (s keepSink) Write(_ context.Context, b *stream.Batch) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	*s.kept = append(*s.kept, b)
+	return nil
+}
+func (keepSink) Finish(context.Context) error { return nil }
+func (keepSink) Close() error                 { return nil }
+
+// releasingSink is a valueSink that says it keeps nothing of a batch.
+type releasingSink struct{ valueSink }
+
+func (releasingSink) ReleasesInput() bool { return true }
+
+// TestBatchOwnership: batches that leave a task are recycled by a
+// consumer that releases them, and only by one: two jobs run side by side
+// in one process over rebalance and keyed edges and a fan-out (where
+// batches are copied; a forward edge chains the sink), one into a sink
+// that keeps every batch it gets, the other into one that releases them
+// (so batches go round the pool while the first job's are held). Every
+// value the keeping sink holds at the end is still the one sent, and the
+// releasing sink saw every value once: a batch reused while something
+// still read it would show up as a wrong or missing value (with -tags
+// invariants, recycled bytes are overwritten at once).
+func TestBatchOwnership(t *testing.T) {
+	const n = 20000
+	edges := map[string]string{
+		"rebalance": "parallelism: 2",
+		"keyed":     "parallelism: 2\n    key_by: seq",
+		"fan-out":   "parallelism: 1",
+	}
+	for name, edge := range edges {
+		copies := 1
+		if name == "fan-out" {
+			copies = 2
+		}
+		t.Run(name, func(t *testing.T) {
+			spec := fmt.Sprintf(`name: own
+batch_size: 16
+buffer_timeout: 1h
+parallelism: 1
+nodes:
+  - name: src
+    source: {generator: {kind: sequence}}
+  - name: drop
+    input: src
+    %s
+    wasm: {module: "native:drop"}
+  - name: out
+    input: drop
+    parallelism: 1
+    sink: {discard: {}}
+`, edge)
+			if name == "fan-out" {
+				spec += "  - name: out2\n    input: drop\n    parallelism: 1\n    sink: {discard: {}}\n"
+			}
+			var mu sync.Mutex
+			var kept []*stream.Batch
+			var values []string
+			var sizes []int
+			sinks := []func() stream.Sink{
+				func() stream.Sink { return keepSink{&mu, &kept} },
+				func() stream.Sink { return releasingSink{valueSink{&mu, &values, &sizes}} },
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			backend := openBackend(t, jobspec.BackendMemory)
+			errs := make(chan error, len(sinks))
+			for _, sink := range sinks {
+				job, err := dataflow.NewJob(ctx, parse(t, spec), dataflow.Options{
+					Connectors:      testConnectors{src: func() stream.Source { return &countSource{n: n} }, sink: sink},
+					NativeOperators: map[string]func() stream.Operator{"native:drop": func() stream.Operator { return dropThirds{} }},
+					StateBackends:   func(string) (state.Backend, error) { return backend, nil },
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				go func() {
+					_, err := job.Run(ctx)
+					errs <- err
+				}()
+			}
+			for range sinks {
+				if err := <-errs; err != nil {
+					t.Fatal(err)
+				}
+			}
+			var want []string
+			for i := range n {
+				for range copies {
+					if i%3 != 0 {
+						want = append(want, fmt.Sprintf(`{"seq":%d}`, i))
+					}
+				}
+			}
+			slices.Sort(want)
+			var held []string
+			for _, b := range kept {
+				for _, r := range b.Records {
+					held = append(held, string(r.Value))
+				}
+			}
+			for _, got := range [][]string{held, values} {
+				slices.Sort(got)
+				if !slices.Equal(got, want) {
+					i := 0
+					for i < min(len(got), len(want)) && got[i] == want[i] {
+						i++
+					}
+					t.Fatalf("a sink holds %d values, want %d; first difference at %d: %q", len(got), len(want), i, got[i:min(i+3, len(got))])
+				}
+			}
+		})
 	}
 }

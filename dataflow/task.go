@@ -68,10 +68,14 @@ type task struct {
 	// consumer (only s == subtask on a forward edge).
 	outs [][]outlet
 
-	name        string
-	log         *slog.Logger // with job, task (name), task_id and subtask attributes; set by run
-	source      stream.Source
-	stages      []stage
+	name   string
+	log    *slog.Logger // with job, task (name), task_id and subtask attributes; set by run
+	source stream.Source
+	stages []stage
+	// releases says that the head stage keeps nothing of a batch it was
+	// given (stream.InputReleaser): a batch that came in is recycled once
+	// the chain is done with it.
+	releases    bool
 	mainOutputs []*output
 	rr          []int // round-robin position per output
 	stores      []state.Store
@@ -377,6 +381,9 @@ func (t *task) open(ctx context.Context) error {
 		}
 		t.stages = append(t.stages, st)
 	}
+	// Only the head stage reads a batch that came in: the stages after
+	// it read what the one before emitted, which operators copy.
+	t.releases = len(t.stages) > 0 && stream.ReleasesInput(t.stages[0].op)
 	if err := t.restoreSink(ctx); err != nil {
 		return err
 	}
@@ -477,7 +484,7 @@ func (t *task) runSource(ctx context.Context) error {
 		}
 		b := reuse
 		if b == nil {
-			b = stream.NewBatch(bs)
+			b = stream.GetBatch(bs, 0)
 		} else {
 			b.Reset()
 		}
@@ -698,6 +705,9 @@ func (t *task) runGate(ctx context.Context) error {
 			t.metrics.bytesIn.Add(payloadBytes(m.batch))
 			if err := t.pushInput(ctx, m.batch, 0, t.chain.inputOf[m.channel]); err != nil {
 				return err
+			}
+			if t.releases {
+				m.batch.Recycle() // the task owns it (send), and its head stage kept nothing of it
 			}
 			t.countLate()
 			if err := t.checkStateSize(); err != nil {
@@ -972,75 +982,80 @@ func (t *task) owned(b *stream.Batch) **stream.Batch {
 
 // send hands b to outs: to the same subtask on a forward edge,
 // round-robin by batch on a rebalance edge, by key group on a keyed edge,
-// through the outputs' buffers (output_buffer.go). b leaves this goroutine
-// and is read-only from here on (consumers of a fan-out share it, buffers
-// keep its records), so a stage that owned it gets a new one.
+// through the outputs' buffers (output_buffer.go). Nothing else refers to
+// b here: it is a stage's output, a batch a stage emitted at a timer, a
+// watermark or the end, a side output, or a source's batch in a chain
+// without stages. A batch goes on whole to one consumer, which then owns
+// it, or its records are copied into the buffers; either way every batch
+// that leaves a task is its receiver's alone, and the receiver may
+// recycle it (stream.Batch.Recycle). A stage whose output went on whole
+// gets another for its next; one whose records were copied keeps its own.
 func (t *task) send(ctx context.Context, outs []*output, b *stream.Batch) error {
 	bytes := payloadBytes(b)
 	slot := t.owned(b)
-	if slot != nil {
-		// The next batch of the stage will likely be about as large: room
-		// for as many records and one arena for as many bytes (and an
-		// eighth more), rather than room for a full batch of records
-		// (20 KB for 256, where a filter passes a few) and Add's chain of
-		// doubling arenas, which allocated twice the bytes it held.
-		n := min(t.job.spec.BatchSize, b.Len()+b.Len()/8+8)
-		*slot = stream.NewBatchSized(n, int(bytes+bytes/8))
-	}
-	// b is this send's alone when it was a stage's and goes to one
-	// output that does not split it: an output buffer may then take it
-	// over rather than copy its records.
-	own := slot != nil && len(outs) == 1 && outs[0].mode != hashKey
-	for _, o := range outs {
-		idx := t.outputIndex(o)
+	for range outs {
 		t.metrics.out.Add(int64(b.Len()))
 		t.metrics.bytesOut.Add(bytes)
-		if o.mode != hashKey {
-			if err := t.buffer(ctx, idx, 0, b, own); err != nil {
-				return err
-			}
-			continue
+	}
+	if len(outs) == 1 && outs[0].mode != hashKey {
+		taken, err := t.buffer(ctx, t.outputIndex(outs[0]), b)
+		switch {
+		case taken && slot != nil:
+			// The next batch of the stage will likely be about as large:
+			// room for as many records and one arena for as many bytes
+			// (and an eighth more), rather than room for a full batch of
+			// records (20 KB for 256, where a filter passes a few) and
+			// Add's chain of doubling arenas.
+			n := min(t.job.spec.BatchSize, b.Len()+b.Len()/8+8)
+			*slot = stream.GetBatch(n, int(bytes+bytes/8))
+		case !taken && slot == nil:
+			b.Recycle()
 		}
-		parts, err := t.partition(o, b)
+		return err
+	}
+	for _, o := range outs {
+		idx := t.outputIndex(o)
+		var err error
+		if o.mode == hashKey {
+			err = t.partition(ctx, idx, o, b)
+		} else {
+			err = t.copyInto(ctx, idx, b.Records)
+		}
 		if err != nil {
 			return err
 		}
-		for target, part := range parts {
-			if part == nil {
-				continue
-			}
-			if err := t.buffer(ctx, idx, target, part, false); err != nil {
-				return err
-			}
-		}
+	}
+	if slot == nil {
+		b.Recycle()
 	}
 	return nil
 }
 
-// partition splits b by the key group of each record's key_by key. The
-// parts alias b's bytes (b is read-only now); the key becomes the record's
+// partition copies each record of b into the buffer of the consumer
+// subtask that owns its key group. The key_by key becomes the record's
 // key, which is what keyed operators and state see.
-func (t *task) partition(o *output, b *stream.Batch) ([]*stream.Batch, error) {
+func (t *task) partition(ctx context.Context, idx int, o *output, b *stream.Batch) error {
 	keyBy := o.keyBy
 	maxP := t.job.spec.MaxParallelism
-	parts := make([]*stream.Batch, o.to.parallelism)
 	field := []byte(keyBy)
 	for i := range b.Records {
 		r := b.Records[i]
 		if keyBy != jobspec.RecordKey {
 			k, err := keyOf(r.Value, field)
 			if err != nil {
-				return nil, fmt.Errorf("key_by %s: %w", keyBy, err)
+				return fmt.Errorf("key_by %s: %w", keyBy, err)
 			}
 			r.Key = k
 		}
 		target := state.SubtaskFor(state.KeyGroup(r.Key, maxP), o.to.parallelism, maxP)
-		if parts[target] == nil {
-			parts[target] = stream.NewBatch(b.Len()/o.to.parallelism + 8)
+		if err := t.addRecord(ctx, idx, target, &r); err != nil {
+			return err
 		}
-		parts[target].AddOwned(r)
 	}
-	return parts, nil
+	if t.bufferTimeout <= 0 {
+		return t.flushOutput(ctx, idx)
+	}
+	return nil
 }
 
 // keyOf returns the key_by field of a JSON value: a string's content, or

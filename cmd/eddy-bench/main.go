@@ -142,7 +142,10 @@ func (n *nativeProjection) Process(_ context.Context, in, out *stream.Batch) err
 	return nil
 }
 func (n *nativeProjection) Finish(context.Context, *stream.Batch) error { return nil }
-func (n *nativeProjection) Close() error                                { return nil }
+
+// ReleasesInput: out.Add copies, as the Wasm operator's host does.
+func (n *nativeProjection) ReleasesInput() bool { return true }
+func (n *nativeProjection) Close() error        { return nil }
 
 // newBenchEngine is the Wasm engine of a part, with its own compilation
 // cache; done closes it and removes the cache.

@@ -256,6 +256,10 @@ func (s *Sink) Write(ctx context.Context, b *stream.Batch) error {
 	return ctx.Err()
 }
 
+// ReleasesInput: Write copies what the producer keeps until it is
+// acknowledged.
+func (s *Sink) ReleasesInput() bool { return true }
+
 func (s *Sink) promise(_ *kgo.Record, err error) {
 	if err == nil {
 		return

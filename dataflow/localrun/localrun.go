@@ -323,6 +323,9 @@ func (s *captureSink) Write(_ context.Context, b *stream.Batch) error {
 	return nil
 }
 
+// ReleasesInput: Write copies.
+func (s *captureSink) ReleasesInput() bool { return true }
+
 func (s *captureSink) records() []Record {
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -1,0 +1,5 @@
+//go:build !invariants
+
+package stream
+
+const invariants = false
