@@ -23,6 +23,11 @@ import (
 type outputBuffer struct {
 	batch *stream.Batch // nil while empty
 	since time.Time     // when its first record came
+	// bytes is the payload of the batch it sent last: the arena a batch
+	// it fills by copy starts with, so that one whose consumer does not
+	// recycle it (a keyed operator) is not grown through Add's chain of
+	// doubling arenas.
+	bytes int
 }
 
 // openBuffers sizes the task's output buffers after its outputs.
@@ -103,7 +108,7 @@ func (t *task) copyInto(ctx context.Context, idx int, recs []stream.Record) erro
 func (t *task) addRecord(ctx context.Context, idx, slot int, r *stream.Record) error {
 	buf := &t.bufs[idx][slot]
 	if buf.batch == nil {
-		t.startBuffer(buf, stream.GetBatch(t.job.spec.BatchSize, 0))
+		t.startBuffer(buf, stream.GetBatch(t.job.spec.BatchSize, buf.bytes+buf.bytes/8))
 	}
 	buf.batch.AddRecord(r)
 	if buf.batch.Len() >= t.job.spec.BatchSize {
@@ -144,6 +149,7 @@ func (t *task) flushBuffer(ctx context.Context, idx, slot int) error {
 		return nil
 	}
 	buf.batch = nil
+	buf.bytes = int(payloadBytes(b))
 	t.buffered--
 	if t.buffered == 0 {
 		t.flushAt = time.Time{}
