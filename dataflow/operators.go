@@ -273,10 +273,12 @@ type twoInputWasmOperator struct {
 	*keyedWasmOperator
 }
 
-// ReleasesInput is false for keyed Wasm operators until their use of a
-// record's key (current key, timers, state) is audited for references
-// kept past Process; the embedded wasmOperator's true does not carry over.
-func (k *keyedWasmOperator) ReleasesInput() bool { return false }
+// ReleasesInput: as for wasmOperator, the host copies the input into
+// guest memory; keyed state and timers are read and written with keys the
+// guest passes from its own memory (host/keyed.go), which the store
+// copies, never with the input's bytes. Said here on its own, so that a
+// change to the embedded operator's answer is a decision for this one too.
+func (w *keyedWasmOperator) ReleasesInput() bool { return true }
 
 var _ stream.TwoInputOperator = (*twoInputWasmOperator)(nil)
 

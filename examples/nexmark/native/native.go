@@ -99,7 +99,7 @@ func (o *operator) Open(_ context.Context, info stream.TaskInfo) error {
 func (o *operator) Finish(context.Context, *stream.Batch) error { return nil }
 
 // ReleasesInput: out.Add copies; the stateful queries are left out until
-// what they keep of a record is audited, as for keyed Wasm operators.
+// what they keep of a record is audited.
 func (o *operator) ReleasesInput() bool { return o.store == nil }
 func (o *operator) Close() error        { return nil }
 
