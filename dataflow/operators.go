@@ -198,6 +198,13 @@ func (w *keyedWasmOperator) install(p *preparedSwap, wm int64) (*host.Instance, 
 	return old, err
 }
 
+// ReleasesInput: as for wasmOperator, the host copies the input into
+// guest memory; keyed state and timers are read and written with keys the
+// guest passes from its own memory (host/keyed.go), which the store
+// copies, never with the input's bytes. Said here on its own, so that a
+// change to the embedded operator's answer is a decision for this one too.
+func (w *keyedWasmOperator) ReleasesInput() bool { return true }
+
 func (w *keyedWasmOperator) Open(ctx context.Context, info stream.TaskInfo) error {
 	st, ok := info.State.(state.Store)
 	if !ok {
@@ -272,13 +279,6 @@ func (w *keyedWasmOperator) collectTimer(t state.Timer) error {
 type twoInputWasmOperator struct {
 	*keyedWasmOperator
 }
-
-// ReleasesInput: as for wasmOperator, the host copies the input into
-// guest memory; keyed state and timers are read and written with keys the
-// guest passes from its own memory (host/keyed.go), which the store
-// copies, never with the input's bytes. Said here on its own, so that a
-// change to the embedded operator's answer is a decision for this one too.
-func (w *keyedWasmOperator) ReleasesInput() bool { return true }
 
 var _ stream.TwoInputOperator = (*twoInputWasmOperator)(nil)
 

@@ -10,10 +10,10 @@ import "sync"
 // with it now goes back to a pool, and the next batch some task needs
 // comes out of it.
 //
-// Who may recycle a batch is a matter of ownership, which the runtime
-// tracks (package dataflow: a message says whether its receiver owns its
-// batch; an operator or sink says whether it keeps references to its
-// input, InputReleaser). Recycling a batch something still reads would
+// Who may recycle a batch is a matter of ownership (package dataflow:
+// every batch that leaves a task is its receiver's alone, and the receiver
+// recycles it when the operator or sink that read it says it keeps no
+// reference to it, InputReleaser). Recycling a batch something still reads would
 // hand its bytes to another writer: built with -tags invariants, Recycle
 // overwrites what the batch held, so that such a reader sees garbage in
 // tests instead of quietly reading another batch's records.
