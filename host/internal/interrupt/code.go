@@ -61,6 +61,7 @@ type bodyRewriter struct {
 	globals uint32
 	code    []byte // instrumented instructions of the current body
 	out     []byte // the current body
+	lin     []byte // the current body with its jumps linearized
 }
 
 // appendEntry appends what starts a function with loops: $tick++, and the
@@ -113,6 +114,7 @@ func (w *bodyRewriter) instrumentCode(r wasmbin.Reader, params []uint32, importF
 		if err != nil {
 			return nil, 0, fmt.Errorf("function %d: body of %d bytes at %#x: %w", fn, size, at, err)
 		}
+		in, _ = linearizeJumps(in, &w.lin)
 		body, found, err := w.instrumentBody(in, params[i])
 		if err != nil {
 			return nil, 0, fmt.Errorf("function %d (body at %#x): %w", fn, at, err)

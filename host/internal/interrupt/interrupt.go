@@ -47,6 +47,13 @@
 // a global or local that does not exist: that index will be the flag's,
 // the tick's or the iteration counter's, which the guest must not touch.
 //
+// While it rewrites the bodies, Instrument also straightens the jumps of
+// functions built by Go's WebAssembly backend, which sends every jump
+// round a dispatch loop and through a br_table (linearizeJumps, jumps.go):
+// a jump forward becomes a plain br, so that only jumps back run the loop
+// check. It changes no function's meaning, and leaves any other shape as
+// it is.
+//
 // Package interrupt knows nothing of the operator ABI.
 package interrupt
 
