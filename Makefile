@@ -32,6 +32,7 @@ test:
 	EDDY_VERSITYGW="$${EDDY_VERSITYGW:-$$( [ "$${EDDY_SKIP_S3:-}" = 1 ] || scripts/versitygw.sh)}" \
 		$(GO) test -count=1 -timeout 15m $(PKGS)
 	$(GO) test -count=1 -timeout 10m -tags invariants $(INVARIANTS_PKGS)
+	$(GO) test -count=1 -timeout 10m -tags invariants -run 'TestEndToEnd' ./dataflow/window/
 
 ## test-race: the race detector on the packages where it finishes in
 ## reasonable time (measured on a 2-core machine, -race against without):

@@ -249,6 +249,12 @@ func (o *Operator) addWindow(side int, r *stream.Record) error {
 	return nil
 }
 
+// ReleasesInput: a join keeps nothing of an input batch past
+// ProcessInput. Buffered records go to the keyed store (map and list
+// state, timers), which copies them; joined pairs are built in o.json and
+// added to out, which copies.
+func (o *Operator) ReleasesInput() bool { return true }
+
 // ProcessWatermark fires the timers due: window joins emit, interval
 // joins drop records that can no longer join.
 func (o *Operator) ProcessWatermark(_ context.Context, wm int64, out *stream.Batch) error {

@@ -305,6 +305,15 @@ func (o *Operator) lateRecord(r *stream.Record, out *stream.Batch) {
 	}
 }
 
+// ReleasesInput: a window keeps nothing of an input batch past Process.
+// What it keeps of a record goes to the keyed store, which encodes keys
+// and values into its own buffers; results and late records are added to
+// out, which copies; a Wasm aggregate gets the records copied into guest
+// memory and its accumulators are copied out; the pending lists index the
+// batch only during the call (sortIn is cleared), and aggs.cur, left
+// pointing at the last record read, is never read outside Process.
+func (o *Operator) ReleasesInput() bool { return true }
+
 // ProcessWatermark fires and cleans up the windows whose timers are due, in
 // timer order.
 func (o *Operator) ProcessWatermark(_ context.Context, wm int64, out *stream.Batch) error {
