@@ -18,11 +18,13 @@ package abi
 // version 3 adds aggregate modules (ABI.md, "Version 3"); version 4 adds
 // schema versions of state values (ABI.md, "Version 4"); version 5 adds
 // two-input keyed operators (ABI.md, "Version 5"); version 6 adds fields
-// the host extracts (ABI.md, "Version 6", fields.go).
-const Version = 6
+// the host extracts (ABI.md, "Version 6", fields.go); version 7 adds
+// values in parts and numbers the host parses (ABI.md, "Version 7",
+// parts.go).
+const Version = 7
 
 // SupportedVersions lists every ABI version the host accepts.
-var SupportedVersions = []uint32{1, 2, 3, 4, 5, 6}
+var SupportedVersions = []uint32{1, 2, 3, 4, 5, 6, 7}
 
 // TwoInputVersion is the least version of a two-input module, one that
 // exports ExportProcess2.

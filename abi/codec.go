@@ -165,6 +165,13 @@ func span(buf []byte, off, n uint32, what string, i int) ([]byte, error) {
 // buf: copy buf first if it will be reused. Every offset and length is
 // checked; a bad one is an error wrapping ErrMalformedBatch, never a panic.
 func DecodeBatch(buf []byte, dst []Record) ([]Record, error) {
+	return decodeBatch(buf, dst, false)
+}
+
+// decodeBatch is DecodeBatch; with parts, an entry whose value_len has
+// ValueParts set is taken as a part list, which the caller has checked,
+// and its record's Value is left nil (Gather.Decode).
+func decodeBatch(buf []byte, dst []Record, parts bool) ([]Record, error) {
 	count, err := BatchCount(buf)
 	if err != nil {
 		return dst, err
@@ -185,11 +192,14 @@ func DecodeBatch(buf []byte, dst []Record) ([]Record, error) {
 			_, err := span(buf, ko, kl, "key", i)
 			return dst[:start+i], err
 		}
-		if uint64(vo)+uint64(vl) > size {
-			_, err := span(buf, vo, vl, "value", i)
-			return dst[:start+i], err
-		}
 		r := &recs[i]
+		if uint64(vo)+uint64(vl) > size {
+			if !parts || vl&ValueParts == 0 {
+				_, err := span(buf, vo, vl, "value", i)
+				return dst[:start+i], err
+			}
+			vo, vl = 0, 0 // Gather.Decode sets the value
+		}
 		r.Timestamp = int64(le.Uint64(e))
 		r.Key = buf[ko : ko+kl : ko+kl]
 		r.Value = buf[vo : vo+vl : vo+vl]
@@ -262,11 +272,23 @@ func (w *Writer) Fits(r *Record) bool {
 // through one bounds-checked slice, which matters to guests (Go's wasm
 // backend pays for every check and call).
 func (w *Writer) Append(r *Record) bool {
-	kl, vl, hs := len(r.Key), len(r.Value), headersSize(r.Headers)
+	vl := len(r.Value)
+	data, ok := w.put(r, vl, uint32(vl))
+	if ok {
+		copy(w.buf[data+len(r.Key):], r.Value)
+	}
+	return ok
+}
+
+// put is Append but for the value's bytes: it reserves vl bytes for them
+// after the key, writes the entry with value_len valueLen, the key and the
+// headers, and returns where the data starts (the value at data+len(key)).
+func (w *Writer) put(r *Record, vl int, valueLen uint32) (int, bool) {
+	kl, hs := len(r.Key), headersSize(r.Headers)
 	at := HeaderSize + EntrySize*w.count
 	data := w.data - kl - vl - hs
 	if data < at+EntrySize {
-		return false
+		return 0, false
 	}
 	buf := w.buf
 	e := buf[at : at+EntrySize : at+EntrySize]
@@ -275,7 +297,7 @@ func (w *Writer) Append(r *Record) bool {
 	le.PutUint32(e[8:], uint32(data))
 	le.PutUint32(e[12:], uint32(kl))
 	le.PutUint32(e[16:], uint32(data+kl))
-	le.PutUint32(e[20:], uint32(vl))
+	le.PutUint32(e[20:], valueLen)
 	if hs > 0 {
 		putHeaders(buf, data+kl+vl, r.Headers)
 		le.PutUint32(e[24:], uint32(data+kl+vl))
@@ -284,10 +306,9 @@ func (w *Writer) Append(r *Record) bool {
 		le.PutUint64(e[24:], 0)
 	}
 	copy(buf[data:], r.Key)
-	copy(buf[data+kl:], r.Value)
 	w.data = data
 	w.count++
-	return true
+	return data, true
 }
 
 // Bytes finishes the batch and returns it: the whole buffer, since data

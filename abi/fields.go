@@ -3,6 +3,7 @@ package abi
 import (
 	"encoding/binary"
 	"fmt"
+	"math"
 	"slices"
 	"unicode/utf8"
 
@@ -30,6 +31,14 @@ const (
 // FieldAbsent is the off of a path that is absent from a record.
 const FieldAbsent = 0xFFFFFFFF
 
+// FieldNumber, set in a path's key count (version 7), makes it a number
+// path: its row entry is the value's float64, or FieldNoNumber.
+const FieldNumber uint32 = 1 << 31
+
+// FieldNoNumber is the row entry of a number path whose value is absent
+// or not a JSON number (a quiet NaN; a guest may test for any NaN).
+const FieldNoNumber uint64 = 0x7FF8000000000000
+
 // FieldRowSize is the size of one row of the field table of a module that
 // declared n paths.
 func FieldRowSize(n int) int { return 4 + 8*n }
@@ -41,18 +50,27 @@ func FieldTableOffset(count int) int { return HeaderSize + EntrySize*count }
 // EncodeFieldList encodes paths as the argument of ImportFields. It does
 // not check the limits: the host does, and its message is the one a module
 // author sees.
-func EncodeFieldList(paths [][]string) []byte {
+func EncodeFieldList(paths [][]string) []byte { return EncodeFields(paths, nil) }
+
+// EncodeFields encodes spans and then numbers, number paths (version 7),
+// as one field list: row entry j is spans[j] for j < len(spans), then
+// numbers[j-len(spans)].
+func EncodeFields(spans, numbers [][]string) []byte {
 	n := 4
-	for _, p := range paths {
+	for _, p := range append(spans[:len(spans):len(spans)], numbers...) {
 		n += 4
 		for _, k := range p {
 			n += 4 + len(k)
 		}
 	}
 	b := make([]byte, 0, n)
-	b = binary.LittleEndian.AppendUint32(b, uint32(len(paths)))
-	for _, p := range paths {
-		b = binary.LittleEndian.AppendUint32(b, uint32(len(p)))
+	b = binary.LittleEndian.AppendUint32(b, uint32(len(spans)+len(numbers)))
+	for j, p := range append(spans[:len(spans):len(spans)], numbers...) {
+		k := uint32(len(p))
+		if j >= len(spans) {
+			k |= FieldNumber
+		}
+		b = binary.LittleEndian.AppendUint32(b, k)
 		for _, k := range p {
 			b = binary.LittleEndian.AppendUint32(b, uint32(len(k)))
 			b = append(b, k...)
@@ -64,9 +82,11 @@ func EncodeFieldList(paths [][]string) []byte {
 // Fields is a decoded field list: what the host extracts for one instance.
 // It keeps scratch space, so one Fields serves one instance (one goroutine).
 type Fields struct {
-	paths [][]string
-	find  *jsonscan.Paths
-	spans []int // scratch: Find's (offset, length) pairs
+	paths  [][]string
+	number []bool // number[j]: path j is a number path
+	slot   []int  // path j's index among the distinct paths find looks for
+	find   *jsonscan.Paths
+	spans  []int // scratch: Find's (offset, length) pairs
 }
 
 // ParseFieldList decodes and checks the argument of ImportFields.
@@ -84,12 +104,15 @@ func ParseFieldList(b []byte) (*Fields, error) {
 	}
 	at := 4
 	f := &Fields{}
+	var distinct [][]string // the paths to look for, each once
 	for p := range int(n) {
 		if len(b)-at < 4 {
 			return nil, fmt.Errorf("field list ends in path %d, before its key count", p)
 		}
 		k := le.Uint32(b[at:])
 		at += 4
+		number := k&FieldNumber != 0
+		k &^= FieldNumber
 		if k == 0 || k > MaxFieldKeys {
 			return nil, fmt.Errorf("path %d has %d keys; want 1 to %d", p, k, MaxFieldKeys)
 		}
@@ -110,20 +133,35 @@ func ParseFieldList(b []byte) (*Fields, error) {
 			}
 			path[j] = string(key)
 		}
+		slot := len(distinct)
 		for q, other := range f.paths {
 			if slices.Equal(other, path) {
-				return nil, fmt.Errorf("path %d (%s) repeats path %d", p, pathString(path), q)
+				if f.number[q] == number {
+					return nil, fmt.Errorf("path %d (%s) repeats path %d", p, pathString(path), q)
+				}
+				slot = f.slot[q] // a path may be declared once of each kind
 			}
 		}
+		if slot == len(distinct) {
+			distinct = append(distinct, path)
+		}
 		f.paths = append(f.paths, path)
+		f.number = append(f.number, number)
+		f.slot = append(f.slot, slot)
 	}
 	if at != len(b) {
 		return nil, fmt.Errorf("field list has %d bytes after its %d paths", len(b)-at, n)
 	}
-	f.find = jsonscan.NewPaths(f.paths)
-	f.spans = make([]int, 2*len(f.paths))
+	f.find = jsonscan.NewPaths(distinct)
+	f.spans = make([]int, 2*len(distinct))
 	return f, nil
 }
+
+// Numbers reports whether the list declares a number path (version 7).
+func (f *Fields) Numbers() bool { return slices.Contains(f.number, true) }
+
+// Number reports whether path j is a number path.
+func (f *Fields) Number(j int) bool { return f.number[j] }
 
 func pathString(path []string) string {
 	return fmt.Sprintf("%q", path)
@@ -164,8 +202,18 @@ func (f *Fields) Extract(row, b []byte, start, end int) {
 	} else {
 		le.PutUint32(row, 0)
 	}
-	for j := range f.paths {
-		off, n := f.spans[2*j], f.spans[2*j+1]
+	for j, s := range f.slot {
+		off, n := f.spans[2*s], f.spans[2*s+1]
+		if f.number[j] {
+			x := FieldNoNumber
+			if off >= 0 {
+				if v, ok := jsonscan.ParseNumber(b[start+off : start+off+n]); ok {
+					x = math.Float64bits(v)
+				}
+			}
+			le.PutUint64(row[4+8*j:], x)
+			continue
+		}
 		if off < 0 {
 			le.PutUint32(row[4+8*j:], FieldAbsent)
 			le.PutUint32(row[8+8*j:], 0)

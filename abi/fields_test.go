@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -77,6 +80,20 @@ func checkRow(t *testing.T, f *Fields, value []byte, pad int) {
 		if (status == 1) != ok {
 			t.Fatalf("value %q: status %d, encoding/json says valid object = %v", value, status, ok)
 		}
+		if f.number[j] {
+			want := FieldNoNumber
+			if found && (value[off] == '-' || value[off]-'0' <= 9) {
+				x, err := strconv.ParseFloat(string(value[off:off+n]), 64)
+				if err != nil && !errors.Is(err, strconv.ErrRange) {
+					t.Fatalf("value %q path %q: %v", value, p, err)
+				}
+				want = math.Float64bits(x)
+			}
+			if got := le.Uint64(row[4+8*j:]); got != want {
+				t.Fatalf("value %q number path %q: %#x (%v), want %#x (%v)", value, p, got, math.Float64frombits(got), want, math.Float64frombits(want))
+			}
+			continue
+		}
 		gotOff, gotLen := le.Uint32(row[4+8*j:]), le.Uint32(row[8+8*j:])
 		if !found {
 			if gotOff != FieldAbsent || gotLen != 0 {
@@ -111,8 +128,15 @@ var fieldValues = []string{
 	`{"b":{"d":[]}}`, `{"b":{"c":1},"b":5}`, `{"a":[1,2,3],"b":{"c":{"d":1}}}`, `{"a" 1}`, `{"a":1,}`,
 }
 
+// numberPaths are declared as number paths (version 7) beside fieldPaths
+// in TestExtractAgainstEncodingJSON: some are span paths too.
+var numberPaths = [][]string{{"a"}, {"price"}, {"b", "c"}, {"x"}, {"n"}}
+
 func TestExtractAgainstEncodingJSON(t *testing.T) {
-	f := fieldsOf(t, fieldPaths)
+	f, err := ParseFieldList(EncodeFields(fieldPaths, numberPaths))
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, v := range fieldValues {
 		for _, pad := range []int{0, 3} {
 			checkRow(t, f, []byte(v), pad)
@@ -136,7 +160,7 @@ func TestExtractAgainstEncodingJSON(t *testing.T) {
 }
 
 func randObject(rng *rand.Rand, depth int) string {
-	keys := []string{`"a"`, `"b"`, `"c"`, `"d"`, `"e"`, `"x"`, `"y"`, `"price"`, `"pr\u0069ce"`, `""`, `"\u00e9"`, `"\u0062"`}
+	keys := []string{`"a"`, `"b"`, `"c"`, `"d"`, `"e"`, `"x"`, `"y"`, `"price"`, `"pr\u0069ce"`, `""`, `"\u00e9"`, `"\u0062"`, `"n"`}
 	var sb strings.Builder
 	sb.WriteString("{")
 	n := rng.IntN(5)
@@ -153,6 +177,10 @@ func randObject(rng *rand.Rand, depth int) string {
 			sb.WriteString(fmt.Sprintf("[%d,%s]", rng.IntN(9), randObject(rng, depth+3)))
 		case k == 4:
 			sb.WriteString(`"s\"\\t"`)
+		case k == 5:
+			// numbers of every shape: fractions, exponents, 16+ digits, out of range
+			sb.WriteString([]string{fmt.Sprintf("%d.%03d", rng.IntN(1e6)-5e5, rng.IntN(1000)), "1e400", "-2.5E-3",
+				"12345678901234567", "0.1", "-0", "9007199254740993", "1.7976931348623157e308"}[rng.IntN(8)])
 		default:
 			sb.WriteString(fmt.Sprint(rng.IntN(1000) - 500))
 		}
@@ -166,7 +194,11 @@ func FuzzExtract(f *testing.F) {
 		f.Add([]byte(v))
 	}
 	f.Fuzz(func(t *testing.T, v []byte) {
-		checkRow(t, fieldsOf(t, fieldPaths), v, 1)
+		f, err := ParseFieldList(EncodeFields(fieldPaths, numberPaths))
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkRow(t, f, v, 1)
 	})
 }
 
@@ -247,5 +279,15 @@ func TestParseFieldListRefuses(t *testing.T) {
 	}
 	if _, err := ParseFieldList(EncodeFieldList([][]string{{"a"}, {"a", "b"}, {""}})); err != nil {
 		t.Fatalf("a prefix and an empty key: %v", err)
+	}
+	if _, err := ParseFieldList(EncodeFields([][]string{{"a"}}, [][]string{{"b"}, {"b"}})); err == nil || !strings.Contains(err.Error(), `path 2 (["b"]) repeats path 1`) {
+		t.Errorf("a number path twice: %v", err)
+	}
+	f, err := ParseFieldList(EncodeFields([][]string{{"a"}}, [][]string{{"a"}}))
+	if err != nil || !f.Numbers() || f.Number(0) || !f.Number(1) {
+		t.Fatalf("a path as a span and as a number: %v", err)
+	}
+	if f, _ := ParseFieldList(EncodeFieldList([][]string{{"a"}})); f.Numbers() {
+		t.Fatal("a list without number paths says it has some")
 	}
 }

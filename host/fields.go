@@ -4,7 +4,8 @@ package host
 // declares in eddy_open the JSON paths it reads, and the host then writes a
 // field table after the entry table of every batch of eddy_process and
 // eddy_process2, finding the paths natively (abi.Fields) while it encodes
-// the batch.
+// the batch. Version 7 adds number paths, whose row entry the host parses
+// (abi.Fields.Extract).
 
 import (
 	"context"
@@ -30,6 +31,10 @@ func (i *Instance) hostFields(mod api.Module, ptr, n uint32) {
 	f, err := abi.ParseFieldList(i.guestBytes(mod, abi.ImportFields, ptr, n))
 	if err != nil {
 		i.trapGuest(markf([]error{ErrTrap}, "%s: eddy.%s: %v", i.who, abi.ImportFields, err))
+	}
+	if f.Numbers() && i.module.abiVersion < abi.PartsVersion {
+		i.trapGuest(markf([]error{ErrTrap}, "%s: eddy.%s: the list has number paths, which need ABI version %d, but the module declares %d",
+			i.who, abi.ImportFields, abi.PartsVersion, i.module.abiVersion))
 	}
 	i.fields = f
 }

@@ -98,7 +98,20 @@ func (i *Instance) hostEmit(mod api.Module, ptr, n uint32) {
 		i.trapGuest(markf([]error{ErrEmitLimit}, "%s: %s emitted more than %d records in one call (limit max_emit_records=%d; this eddy.emit of %d brought it to %d)",
 			i.who, i.phase, i.limits.records, i.limits.records, count, i.emitted.records))
 	}
-	recs, err := abi.DecodeBatch(view, i.out[:0])
+	var recs []abi.Record
+	if i.module.abiVersion >= abi.PartsVersion {
+		// Values may be part lists (version 7), anywhere in the memory;
+		// what they gather is bounded before it is gathered, by what the
+		// call may still emit.
+		mem, _ := mod.Memory().Read(0, mod.Memory().Size())
+		recs, err = i.gather.Decode(view, mem, i.out[:0], i.limits.bytes-min(i.emitted.bytes, i.limits.bytes))
+		if big := (*abi.GatherLimitError)(nil); errors.As(err, &big) {
+			i.trapGuest(markf([]error{ErrEmitLimit}, "%s: %s emitted more than %s in one call (limit max_emit_bytes=%d; the part lists of this eddy.emit gather %d bytes, %d were left)",
+				i.who, i.phase, sizeString(i.limits.bytes), i.limits.bytes, big.Size, big.Limit))
+		}
+	} else {
+		recs, err = abi.DecodeBatch(view, i.out[:0])
+	}
 	if err != nil {
 		i.trapGuest(markf([]error{ErrBadPointer}, "%s: eddy.emit: batch at [%#x, %#x) does not decode: %w",
 			i.who, ptr, uint64(ptr)+uint64(n), err))

@@ -131,6 +131,7 @@ type Instance struct {
 	phase   string             // export being called, "" between calls
 	emit    func([]abi.Record) // where emitted records go
 	out     []abi.Record       // decode target reused by every emit
+	gather  abi.Gather         // values in parts (version 7): where emit gathers them
 	outMem  uint32             // guest memory size when out was last filled
 	emitted emitted            // what the call emitted so far, against limits
 	failMsg string             // set by the fail import

@@ -76,11 +76,12 @@ func TestMain(m *testing.M) {
 }
 
 // moduleVersions are the built modules and the ABI version each must
-// declare: the stateful ones 2, the aggregate 3, the projection modules
-// of Go and C 6 (they declare the fields they read), the others (the
-// window function top-n too) 1.
+// declare: the stateful ones 2, the aggregate 3, the projection module
+// of C 6 (it declares the fields it reads) and of Go 7 (it also has the
+// host parse its where number and gather its output from parts), the
+// others (the window function top-n too) 1.
 var moduleVersions = map[string]uint64{
-	"project-go": abi.FieldsVersion, "project-c": abi.FieldsVersion,
+	"project-go": abi.PartsVersion, "project-c": abi.FieldsVersion,
 	"split-go": 1, "split-c": 1,
 	"counter-go": 2, "counter-c": 2,
 	"country-change-go": 2, "country-change-c": 2,
@@ -126,7 +127,9 @@ func read(m api.Module, ptr, n uint32, what string) []byte {
 func hostEmit(ctx context.Context, m api.Module, stack []uint64) {
 	c := callsOf(ctx)
 	buf := read(m, api.DecodeU32(stack[0]), api.DecodeU32(stack[1]), "emit")
-	recs, err := abi.DecodeBatch(buf, nil)
+	// Values may be part lists (version 7), gathered as the host does.
+	mem := read(m, 0, m.Memory().Size(), "memory")
+	recs, err := new(abi.Gather).Decode(buf, mem, nil, 1<<30)
 	if err != nil {
 		panic("emit: " + err.Error())
 	}
@@ -448,8 +451,15 @@ func TestLargeOutput(t *testing.T) {
 					}
 				}
 				t.Logf("%d records in %d emits of the output buffer and %d of a larger record", len(got), full, big)
-				if full < 3 || big != 1 {
-					t.Fatalf("%d emits of the output buffer and %d of a larger record; want at least 3 and exactly 1", full, big)
+				// The Go projection with fields emits values in parts
+				// (version 7): the huge value is a few parts in the
+				// buffer, gathered by the host, not a batch of its own.
+				wantBig := 1
+				if tc.udf == "project" && lang == "go" && tc.config != `{}` {
+					wantBig = 0
+				}
+				if full < 3 || big != wantBig {
+					t.Fatalf("%d emits of the output buffer and %d of a larger record; want at least 3 and exactly %d", full, big, wantBig)
 				}
 			})
 		}

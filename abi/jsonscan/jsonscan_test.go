@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"strconv"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -502,6 +503,32 @@ func TestStringEndRandom(t *testing.T) {
 			if got, want := stringEnd(b, i), refStringEnd(b, i); got != want {
 				t.Fatalf("stringEnd(%q, %d) = %d, want %d", b, i, got, want)
 			}
+		}
+	}
+}
+
+// TestParseNumberFastPath: the fast path gives what the general path gives.
+func TestParseNumberFastPath(t *testing.T) {
+	cases := []string{"0", "-0", "1", "-1", "174.77", "0.1", "-0.000", "123456789012345", "999999999999999.9",
+		"1234567890123456", "0.30000000000000004", "100", "100.0", "100.00000000000001", "9007199254740993",
+		"1.", ".5", "01", "-", "", "1e2", "1E-2", "--1", "1.2.3", "1x", "00", "-01.5", "0.", "7.000000000000001"}
+	rng := rand.New(rand.NewPCG(1, 5))
+	for range 20000 {
+		digits := 1 + rng.IntN(16)
+		s := strconv.FormatUint(rng.Uint64()%uint64(math.Pow10(digits)), 10)
+		if k := rng.IntN(len(s) + 1); k > 0 && k < len(s) {
+			s = s[:k] + "." + s[k:]
+		}
+		if rng.IntN(2) == 0 {
+			s = "-" + s
+		}
+		cases = append(cases, s)
+	}
+	for _, c := range cases {
+		x, ok := ParseNumber([]byte(c))
+		wx, wok := parseNumber([]byte(c))
+		if ok != wok || math.Float64bits(x) != math.Float64bits(wx) {
+			t.Fatalf("ParseNumber(%q) = %v, %v; without the fast path: %v, %v", c, x, ok, wx, wok)
 		}
 	}
 }

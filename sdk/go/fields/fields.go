@@ -48,12 +48,17 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/eddy-stream/eddy/abi"
 	"github.com/eddy-stream/eddy/sdk/go/internal/guest"
 )
 
-func init() { guest.NeedVersion(abi.FieldsVersion) }
+func init() { guest.NeedVersion(abi.PartsVersion) }
+
+// spanPaths is how many of the declared paths are span paths: row entries
+// 0 to spanPaths-1; the number paths follow.
+var spanPaths int
 
 // list is the encoded field list while the host reads it, held by a
 // package-level variable as every buffer handed to the host is.
@@ -77,11 +82,66 @@ func Declare(paths ...[]string) error {
 	if guest.FieldPaths() > 0 {
 		return ErrTwice
 	}
-	list = abi.EncodeFieldList(paths)
+	return declare(paths, nil)
+}
+
+// DeclareWithNumbers is Declare with number paths too (ABI version 7):
+// Get and Spans number the span paths from 0 as Declare does, and Number
+// the number paths from len(spans) on. A path may be in both lists (the
+// host finds it once); a record whose value is not a valid JSON object
+// has no numbers.
+func DeclareWithNumbers(spans, numbers [][]string) error {
+	if !guest.Opening() {
+		return ErrNotOpening
+	}
+	if guest.FieldPaths() > 0 {
+		return ErrTwice
+	}
+	return declare(spans, numbers)
+}
+
+func declare(spans, numbers [][]string) error {
+	list = abi.EncodeFields(spans, numbers)
 	hostFields(list)
 	list = nil
-	guest.SetFieldPaths(len(paths))
+	spanPaths = len(spans)
+	guest.SetFieldPaths(len(spans) + len(numbers))
 	return nil
+}
+
+// Number returns the value of number path j (DeclareWithNumbers: j at
+// least the number of span paths) in the record being processed, parsed
+// by the host as the nearest float64 (±Inf beyond its range), and false
+// when the path is absent, its value is not a JSON number, or the
+// record's value is not a valid JSON object. It panics where Get does and
+// when path j is not a number path.
+func Number(j int) (float64, bool) {
+	b, row := guest.FieldRow()
+	if row < 0 || j < spanPaths || j >= guest.FieldPaths() {
+		badNumber(j)
+	}
+	x := math.Float64frombits(binary.LittleEndian.Uint64(b[row+4+8*j:]))
+	return x, x == x
+}
+
+// EmitParts sends downstream a record like r whose value is the
+// concatenation of parts, without copying them: the host gathers the
+// parts when it takes the output (ABI version 7, values in parts). r.Value
+// is not used. Each part must stay unchanged and reachable until the
+// current Process (or OnTimer, or Close) returns: the bytes of the record
+// being processed (its value, the spans of Get and Spans) and memory the
+// operator keeps (say its configuration) do; a slice that Process builds
+// and then overwrites or drops does not. For an operator that rewrites
+// values out of their fields, it saves copying every field twice in
+// Go-compiled Wasm.
+func EmitParts(r *abi.Record, parts ...[]byte) { guest.EmitParts(r, parts) }
+
+// badNumber panics with what is wrong with Number(j).
+func badNumber(j int) {
+	if _, row := guest.FieldRow(); row < 0 {
+		panic(errNoRow)
+	}
+	panic(fmt.Sprintf("fields: Number(%d): paths %d to %d are number paths", j, spanPaths, guest.FieldPaths()-1))
 }
 
 // Valid reports whether the value of the record being processed is one
@@ -103,7 +163,7 @@ func Valid() bool {
 // that did not Declare, and for j out of range.
 func Get(j int) ([]byte, bool) {
 	b, row := guest.FieldRow()
-	if row < 0 || uint(j) >= uint(guest.FieldPaths()) {
+	if row < 0 || uint(j) >= uint(spanPaths) {
 		badGet(j)
 	}
 	at := row + 4 + 8*j
@@ -124,7 +184,7 @@ func Get(j int) ([]byte, bool) {
 // spans is longer than the paths declared.
 func Spans(spans [][]byte) bool {
 	b, row := guest.FieldRow()
-	if row < 0 || len(spans) > guest.FieldPaths() {
+	if row < 0 || len(spans) > spanPaths {
 		badSpans(len(spans))
 	}
 	le := binary.LittleEndian
@@ -146,7 +206,7 @@ func badSpans(n int) {
 	if _, row := guest.FieldRow(); row < 0 {
 		panic(errNoRow)
 	}
-	panic(fmt.Sprintf("fields: Spans of %d paths, %d declared", n, guest.FieldPaths()))
+	panic(fmt.Sprintf("fields: Spans of %d paths, %d span paths declared", n, spanPaths))
 }
 
 // badGet panics with what is wrong with Get(j). It is apart from Get so
@@ -155,7 +215,7 @@ func badGet(j int) {
 	if _, row := guest.FieldRow(); row < 0 {
 		panic(errNoRow)
 	}
-	panic(fmt.Sprintf("fields: Get(%d) of %d declared paths", j, guest.FieldPaths()))
+	panic(fmt.Sprintf("fields: Get(%d) of %d declared span paths", j, spanPaths))
 }
 
 const errNoRow = "fields: no record with fields: Valid and Get are for Process (and ProcessLeft/ProcessRight) of a module that called Declare"

@@ -124,14 +124,14 @@ func prefixLen(row string, k int) int {
 }
 
 func TestVersion(t *testing.T) {
-	if v := guest.ABIVersion(); v != abi.FieldsVersion {
-		t.Fatalf("importing fields makes the module report version %d, want %d", v, abi.FieldsVersion)
+	if v := guest.ABIVersion(); v != abi.PartsVersion {
+		t.Fatalf("importing fields makes the module report version %d, want %d", v, abi.PartsVersion)
 	}
 	defer func(v int32) { guest.Version = v }(guest.Version)
 	for _, v := range []int32{2, 4, 5} { // what keyed, schema and co set
 		guest.Version = v
-		if got := guest.ABIVersion(); got != abi.FieldsVersion {
-			t.Errorf("with guest.Version %d the module reports %d, want %d", v, got, abi.FieldsVersion)
+		if got := guest.ABIVersion(); got != abi.PartsVersion {
+			t.Errorf("with guest.Version %d the module reports %d, want %d", v, got, abi.PartsVersion)
 		}
 	}
 }
@@ -176,6 +176,82 @@ func TestGet(t *testing.T) {
 	}
 	if h.calls != 1 {
 		t.Errorf("the fields import was called %d times, want 1", h.calls)
+	}
+}
+
+// TestNumbers: Number gives the host's parse of each number path, false
+// when there is none; Get and Spans keep to the span paths, Number to the
+// number paths.
+func TestNumbers(t *testing.T) {
+	op := &operator{
+		open: func() error { return DeclareWithNumbers([][]string{{"p"}}, [][]string{{"p"}, {"q", "r"}}) },
+		process: func(r *abi.Record) error {
+			x, xok := Number(1)
+			y, yok := Number(2)
+			p, _ := Get(0)
+			guest.Emit(&abi.Record{Value: fmt.Appendf(nil, "%s|%v %v|%v %v", p, x, xok, y, yok)})
+			return nil
+		},
+	}
+	h := install(t, op)
+	if st := guest.Open(nil); st != abi.StatusOK {
+		t.Fatalf("Open: %v", h.failures)
+	}
+	in := []struct{ value, want string }{
+		{`{"p":1.5,"q":{"r":-2e3}}`, `1.5|1.5 true|-2000 true`},
+		{`{"p":"1.5","q":{"r":1e999}}`, `"1.5"|NaN false|+Inf true`},
+		{`{"q":[1]}`, `|NaN false|NaN false`},
+		{`{"p":1`, `|NaN false|NaN false`},
+	}
+	var recs []abi.Record
+	for _, r := range in {
+		recs = append(recs, abi.Record{Value: []byte(r.value)})
+	}
+	if st := guest.Process(h.batch(recs)); st != abi.StatusOK {
+		t.Fatalf("Process: %v", h.failures)
+	}
+	for k, r := range in {
+		if h.out[k] != r.want {
+			t.Errorf("record %d %s: %q, want %q", k, r.value, h.out[k], r.want)
+		}
+	}
+	for _, c := range []struct {
+		process func()
+		want    string
+	}{
+		{func() { Number(0) }, "Number(0): paths 1 to 2 are number paths"},
+		{func() { Number(3) }, "Number(3): paths 1 to 2 are number paths"},
+		{func() { Get(1) }, "Get(1) of 1 declared span paths"},
+		{func() { Spans(make([][]byte, 2)) }, "Spans of 2 paths, 1 span paths declared"},
+	} {
+		op.process = func(*abi.Record) error { c.process(); return nil }
+		if st := guest.Process(h.batch(recs[:1])); st == abi.StatusOK || !strings.Contains(h.failures[len(h.failures)-1], c.want) {
+			t.Errorf("status %d, %q; want a failure with %q", st, h.failures, c.want)
+		}
+	}
+}
+
+// TestEmitParts: outside Wasm, EmitParts emits the gathered value whole,
+// with the record's key, timestamp and headers (inside, the host gathers:
+// host.TestValuesInParts and the projection module's tests).
+func TestEmitParts(t *testing.T) {
+	op := &operator{
+		open: func() error { return Declare([]string{"a"}) },
+		process: func(r *abi.Record) error {
+			a, _ := Get(0)
+			EmitParts(&abi.Record{Key: r.Key, Value: []byte("ignored")}, []byte("{"), a, nil, []byte("}"))
+			return nil
+		},
+	}
+	h := install(t, op)
+	if st := guest.Open(nil); st != abi.StatusOK {
+		t.Fatalf("Open: %v", h.failures)
+	}
+	if st := guest.Process(h.batch([]abi.Record{{Value: []byte(`{"a":[1,2]}`)}})); st != abi.StatusOK {
+		t.Fatalf("Process: %v", h.failures)
+	}
+	if len(h.out) != 1 || h.out[0] != `{[1,2]}` {
+		t.Fatalf("emitted %q", h.out)
 	}
 }
 
@@ -240,11 +316,11 @@ func TestNoTable(t *testing.T) {
 		t.Fatalf("a batch without its table: status %d, %q", st, h.failures)
 	}
 	op.process = func(r *abi.Record) error { Spans(make([][]byte, 2)); return nil }
-	if st := guest.Process(h.batch([]abi.Record{{Value: []byte(`{}`)}})); st == abi.StatusOK || !strings.Contains(h.failures[len(h.failures)-1], "Spans of 2 paths, 1 declared") {
+	if st := guest.Process(h.batch([]abi.Record{{Value: []byte(`{}`)}})); st == abi.StatusOK || !strings.Contains(h.failures[len(h.failures)-1], "Spans of 2 paths, 1 span paths declared") {
 		t.Fatalf("Spans of too many paths: status %d, %q", st, h.failures)
 	}
 	op.process = func(r *abi.Record) error { Get(1); return nil }
-	if st := guest.Process(h.batch([]abi.Record{{Value: []byte(`{}`)}})); st == abi.StatusOK || !strings.Contains(h.failures[len(h.failures)-1], "Get(1) of 1 declared paths") {
+	if st := guest.Process(h.batch([]abi.Record{{Value: []byte(`{}`)}})); st == abi.StatusOK || !strings.Contains(h.failures[len(h.failures)-1], "Get(1) of 1 declared span paths") {
 		t.Fatalf("Get out of range: status %d, %q", st, h.failures)
 	}
 }

@@ -30,7 +30,7 @@ func buildFieldsGuest(t *testing.T, tags string) []byte {
 
 // TestGoFieldsThroughHost runs the Go SDK's package fields in the real
 // host, one-input and two-input (package co): the module declares version
-// 6 whatever else it links, its Valid and Get give the rows the host
+// 7 whatever else it links, its Valid and Get give the rows the host
 // extracted, in batches of any size, and a second Declare or one outside
 // Open fails with the SDK's line without reaching the host.
 func TestGoFieldsThroughHost(t *testing.T) {
@@ -46,8 +46,8 @@ func TestGoFieldsThroughHost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if v := m.ABIVersion(); v != abi.FieldsVersion {
-				t.Fatalf("ABI version %d, want %d", v, abi.FieldsVersion)
+			if v := m.ABIVersion(); v != abi.PartsVersion {
+				t.Fatalf("ABI version %d, want %d", v, abi.PartsVersion)
 			}
 			newInstance := func(t *testing.T, config []byte) (*eddyhost.Instance, error) {
 				i, err := m.NewInstance(ctx, eddyhost.InstanceConfig{Name: "job/fields[0]"})
@@ -105,6 +105,46 @@ func TestGoFieldsThroughHost(t *testing.T) {
 					if variant == "two" && ((k/size)%2 == 1) != strings.HasPrefix(string(r.Key), "r:") {
 						t.Errorf("batches of %d, record %d: key %q: not from the input it was given to", size, k, r.Key)
 					}
+				}
+			}
+
+			// Version 7: number paths through Number, and the same echo
+			// emitted as parts the host gathers.
+			for _, c := range []struct {
+				mode byte
+				list []byte
+				in   []string
+				want []string
+			}{
+				{'M', abi.EncodeFields([][]string{{"a"}}, [][]string{{"a"}, {"b", "c"}}),
+					[]string{`{"a":1.5,"b":{"c":-2e3}}`, `{"a":"1","b":{"c":1e999}}`, `{"b":[1]}`, `{"a":1`},
+					[]string{`1|1.5|1.5|-2000`, `1|"1"|-|+Inf`, `1|-|-|-`, `0|-|-|-`}},
+				{'E', abi.EncodeFieldList([][]string{{"a"}, {"b", "c"}, {"b"}}),
+					[]string{`{"a":1,"b":{"c":"x"}}`, `{"b":[1],"a":"\u0041"}`, `[1,2]`, `{}`},
+					[]string{`1|1|"x"|{"c":"x"}`, `1|"\u0041"|-|[1]`, `0|-|-|-`, `1|-|-|-`}},
+			} {
+				i, err := newInstance(t, append([]byte{c.mode}, c.list...))
+				if err != nil {
+					t.Fatalf("mode %c: %v", c.mode, err)
+				}
+				var recs []abi.Record
+				for _, v := range c.in {
+					recs = append(recs, abi.Record{Key: []byte("k"), Value: []byte(v), Timestamp: 5})
+				}
+				var got []string
+				emit := func(recs []abi.Record) {
+					for _, r := range recs {
+						if string(r.Key) != "k" && string(r.Key) != "r:k" || r.Timestamp != 5 {
+							t.Errorf("mode %c: record (%q, %d) lost its key or timestamp", c.mode, r.Key, r.Timestamp)
+						}
+						got = append(got, string(r.Value))
+					}
+				}
+				if err := process(i, 0, recs, emit); err != nil {
+					t.Fatalf("mode %c: %v", c.mode, err)
+				}
+				if strings.Join(got, " ") != strings.Join(c.want, " ") {
+					t.Errorf("mode %c: got %q, want %q", c.mode, got, c.want)
 				}
 			}
 

@@ -3,9 +3,11 @@
 // configuration and the exact rules).
 //
 // When the configuration names fields or a where clause, it declares them
-// (package fields, ABI version 6) and projects the spans the host found,
-// without scanning the value; otherwise it has nothing to declare and
-// scans each value with Apply.
+// (package fields: ABI version 6's spans and version 7's number paths),
+// filters on the number the host parsed and emits the output value as
+// parts (the record's spans and its configuration's member names) that
+// the host gathers, without scanning or copying anything; otherwise it
+// has nothing to declare and scans each value with Apply.
 //
 // Build it with
 //
@@ -13,15 +15,19 @@
 package main
 
 import (
+	"math"
+
 	eddy "github.com/eddy-stream/eddy/sdk/go"
 	"github.com/eddy-stream/eddy/sdk/go/fields"
 	"github.com/eddy-stream/eddy/udfs/project/projection"
 )
 
 type projector struct {
-	p     *projection.Projector
-	spans [][]byte // the current record's spans, one per declared path; nil: scan instead
-	out   []byte   // reused for every output value: Emit copies it
+	p       *projection.Projector
+	spans   [][]byte // the current record's spans, one per declared span path; nil: scan instead
+	numbers bool     // the where field is a number path, row entry len(spans)
+	parts   [][]byte // reused for every output value's parts
+	out     []byte   // reused for every output value Apply builds: Emit copies it
 }
 
 func (o *projector) Open(config []byte) error {
@@ -30,26 +36,36 @@ func (o *projector) Open(config []byte) error {
 		return err
 	}
 	o.p = p
-	if paths := p.Paths(); len(paths) > 0 {
-		if err := fields.Declare(paths...); err != nil {
+	if spans, numbers := p.Declared(); len(spans)+len(numbers) > 0 {
+		if err := fields.DeclareWithNumbers(spans, numbers); err != nil {
 			return err
 		}
-		o.spans = make([][]byte, len(paths))
+		o.spans = make([][]byte, len(spans))
+		o.numbers = len(numbers) > 0
+		o.parts = make([][]byte, 0, 2*len(spans)+2)
 	}
 	return nil
 }
 
 func (o *projector) Process(r *eddy.Record) error {
-	var out []byte
-	var keep bool
-	if o.spans != nil {
-		out, keep = o.p.ApplySpans(o.out[:0], r.Value, fields.Spans(o.spans), o.spans)
-	} else {
-		out, keep = o.p.Apply(o.out[:0], r.Value)
+	if o.spans == nil {
+		out, keep := o.p.Apply(o.out[:0], r.Value)
+		o.out = out
+		if keep {
+			eddy.Emit(eddy.Record{Key: r.Key, Value: out, Timestamp: r.Timestamp, Headers: r.Headers})
+		}
+		return nil
 	}
-	o.out = out
+	valid := fields.Spans(o.spans)
+	x := math.NaN()
+	if o.numbers {
+		x, _ = fields.Number(len(o.spans))
+	}
+	// The parts are the record's spans and the projector's prefixes: both
+	// outlive Process, as EmitParts needs.
+	parts, keep := o.p.ApplyParts(o.parts[:0], r.Value, valid, o.spans, x)
 	if keep {
-		eddy.Emit(eddy.Record{Key: r.Key, Value: out, Timestamp: r.Timestamp, Headers: r.Headers})
+		fields.EmitParts(r, parts...)
 	}
 	return nil
 }

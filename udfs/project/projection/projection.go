@@ -42,6 +42,25 @@
 //     field's span is spans[i] when it is "fields" name i, else the last.
 //     It returns exactly what Apply(dst, value) returns: the same bytes,
 //     the same drops.
+//
+// # Numbers the host parses, values in parts
+//
+// A module of ABI version 7 can also have the host parse the where field
+// when the clause compares numbers, and gather the output value from
+// parts instead of building it:
+//
+//   - Declared gives the span paths and the number paths to declare (row
+//     entry j is spans[j], then the numbers): the "fields" names; then
+//     the where field, among the spans if the clause compares strings or
+//     tests existence (and the name is not one of the "fields"), as the
+//     only number path if it compares numbers.
+//   - ApplyParts(parts, value, valid, spans, x) takes the status, the
+//     spans of Declared's span paths and x, the where field's number
+//     (NaN when there is none or it is absent or not a number; any value
+//     when the clause does not compare numbers), and appends to parts the
+//     pieces whose concatenation is what Apply(nil, value) returns: parts
+//     of value and of the Projector's own memory, so they stay valid as
+//     long as both do.
 package projection
 
 import (
@@ -72,6 +91,8 @@ type Projector struct {
 	all      bool     // no "fields": keep the whole value
 	fields   [][]byte // field names, unescaped
 	prefixes [][]byte // `"name":` for each field, as written to the output
+	first    [][]byte // `{"name":` for each field: the prefix when no field came before
+	next     [][]byte // `,"name":` for each field: the prefix after another
 	spans    [][]byte // scratch: each field's value in the current record
 
 	op      Op
@@ -136,6 +157,67 @@ func (p *Projector) Paths() [][]string {
 	return paths
 }
 
+// Declared returns the paths ApplyParts needs: see the package
+// documentation.
+func (p *Projector) Declared() (spans, numbers [][]string) {
+	for _, f := range p.fields {
+		spans = append(spans, []string{string(f)})
+	}
+	if p.numberWhere() {
+		return spans, [][]string{{string(p.where)}}
+	}
+	if p.op != OpNone && p.whereAt == len(p.fields) {
+		spans = append(spans, []string{string(p.where)})
+	}
+	return spans, nil
+}
+
+// numberWhere reports whether the where clause compares numbers, which
+// version 7 hands over parsed.
+func (p *Projector) numberWhere() bool { return p.numeric && p.op != OpNone && p.op != OpExists }
+
+// The constant parts of an output value.
+var (
+	closeBrace  = []byte("}")
+	emptyObject = []byte("{}")
+)
+
+// ApplyParts is ApplySpans with the where field's number parsed and the
+// output value left in parts: see the package documentation. When the
+// record is dropped, parts is returned unchanged.
+func (p *Projector) ApplyParts(parts [][]byte, value []byte, valid bool, spans [][]byte, x float64) ([][]byte, bool) {
+	if !valid {
+		return parts, false
+	}
+	switch {
+	case p.op == OpNone:
+	case p.numberWhere():
+		if !p.compare(x) {
+			return parts, false
+		}
+	case !p.match(spans[p.whereAt]):
+		return parts, false
+	}
+	if p.all {
+		return append(parts, value), true
+	}
+	n := len(parts)
+	for i, v := range spans[:len(p.fields)] {
+		if v == nil {
+			continue
+		}
+		if len(parts) == n {
+			parts = append(parts, p.first[i], v)
+		} else {
+			parts = append(parts, p.next[i], v)
+		}
+	}
+	if len(parts) == n {
+		return append(parts, emptyObject), true
+	}
+	return append(parts, closeBrace), true
+}
+
 func (p *Projector) parseFields(value []byte) error {
 	it, ok := jsonscan.Elements(value)
 	if !ok {
@@ -159,6 +241,8 @@ func (p *Projector) parseFields(value []byte) error {
 		prefix := append(jsonscan.AppendQuote(nil, name), ':')
 		p.fields = append(p.fields, name)
 		p.prefixes = append(p.prefixes, prefix)
+		p.first = append(p.first, append([]byte{'{'}, prefix...))
+		p.next = append(p.next, append([]byte{','}, prefix...))
 		p.spans = append(p.spans, nil)
 	}
 }
@@ -328,8 +412,17 @@ func (p *Projector) match(v []byte) bool {
 	if jsonscan.KindOf(v) != jsonscan.Number {
 		return false
 	}
-	x, ok := parseNumber(v)
+	x, ok := jsonscan.ParseNumber(v)
 	if !ok {
+		return false
+	}
+	return p.compare(x)
+}
+
+// compare evaluates a where clause that compares numbers on x; NaN (no
+// number) never passes.
+func (p *Projector) compare(x float64) bool {
+	if x != x {
 		return false
 	}
 	switch p.op {
@@ -347,51 +440,4 @@ func (p *Projector) match(v []byte) bool {
 		return x >= p.number
 	}
 	return false
-}
-
-// pow10 are the powers of ten that float64 represents exactly.
-var pow10 = [...]float64{1, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10,
-	1e11, 1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
-
-// parseNumber is jsonscan.ParseNumber with a fast path for the numbers
-// records mostly hold: at most 15 digits, an optional fraction, no
-// exponent. Such a number is m / 10^k with m and 10^k exact in float64, so
-// one division rounds it correctly, as strconv.ParseFloat does (Clinger's
-// fast path, which strconv takes too, but only after work that costs Go's
-// wasm backend about a microsecond). Anything else goes to ParseNumber.
-func parseNumber(v []byte) (float64, bool) {
-	// Each digit costs one range check: Go's wasm backend pays for every
-	// taken branch, so the JSON grammar's finer points (a leading zero,
-	// "1.") are checked once at the end instead of per digit.
-	s, neg := v, false
-	if len(s) > 0 && s[0] == '-' {
-		s, neg = s[1:], true
-	}
-	var m uint64
-	i := 0
-	for i < len(s) && s[i]-'0' <= 9 {
-		m = m*10 + uint64(s[i]-'0')
-		i++
-	}
-	whole, frac := i, 0
-	if i < len(s) && s[i] == '.' {
-		i++
-		for i < len(s) && s[i]-'0' <= 9 {
-			m = m*10 + uint64(s[i]-'0')
-			i++
-		}
-		frac = i - whole - 1
-		if frac == 0 {
-			return jsonscan.ParseNumber(v) // "1.": not JSON
-		}
-	}
-	if i != len(s) || whole == 0 || whole+frac > 15 || (s[0] == '0' && whole > 1) {
-		// an exponent, too many digits, a leading zero, not a number
-		return jsonscan.ParseNumber(v)
-	}
-	x := float64(m) / pow10[frac]
-	if neg {
-		x = -x
-	}
-	return x, true
 }

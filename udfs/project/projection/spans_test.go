@@ -7,12 +7,10 @@ import (
 	"math"
 	"math/rand/v2"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/eddy-stream/eddy/abi"
-	"github.com/eddy-stream/eddy/abi/jsonscan"
 )
 
 // spanConfigs cover every op, a where field that is and is not one of the
@@ -56,7 +54,7 @@ var spanValues = []string{
 // spansOf is what a module of version 6 hands ApplySpans: the host's
 // extraction of p.Paths from value, turned into slices of value.
 func spansOf(t testing.TB, f *abi.Fields, n int, value []byte) (bool, [][]byte) {
-	row := make([]byte, abi.FieldRowSize(n))
+	row := make([]byte, abi.FieldRowSize(len(f.Paths())))
 	f.Extract(row, value, 0, len(value))
 	spans := make([][]byte, n)
 	for j := range spans {
@@ -91,6 +89,65 @@ func checkSpans(t testing.TB, config string, p *Projector, f *abi.Fields, value 
 	got, keep := p.ApplySpans([]byte("prefix:"), value, valid, spans)
 	if keep != wantKeep || !bytes.Equal(got, want) {
 		t.Fatalf("config %s, value %q: ApplySpans = %q, %v; Apply = %q, %v", config, value, got, keep, want, wantKeep)
+	}
+}
+
+// partsFields is the field list a module of version 7 declares for p
+// (Declared), nil when it declares none.
+func partsFields(t testing.TB, p *Projector) *abi.Fields {
+	spans, numbers := p.Declared()
+	if len(spans)+len(numbers) == 0 {
+		return nil
+	}
+	f, err := abi.ParseFieldList(abi.EncodeFields(spans, numbers))
+	if err != nil {
+		t.Fatalf("the host refuses Declared %q, %q: %v", spans, numbers, err)
+	}
+	return f
+}
+
+// checkParts fails unless ApplyParts on what the host extracts from value
+// (spans and the parsed number) gathers to what Apply gives.
+func checkParts(t testing.TB, config string, p *Projector, f *abi.Fields, value []byte) {
+	want, wantKeep := p.Apply(nil, value)
+	spanPaths, numbers := p.Declared()
+	row := make([]byte, abi.FieldRowSize(len(spanPaths)+len(numbers)))
+	f.Extract(row, value, 0, len(value))
+	valid, spans := spansOf(t, f, len(spanPaths), value)
+	x := math.NaN()
+	if len(numbers) > 0 {
+		x = math.Float64frombits(binary.LittleEndian.Uint64(row[4+8*len(spanPaths):]))
+	}
+	before := [][]byte{[]byte("kept")}
+	parts, keep := p.ApplyParts(before, value, valid, spans, x)
+	if len(parts) < 1 || string(parts[0]) != "kept" || !keep && len(parts) != 1 {
+		t.Fatalf("config %s, value %q: ApplyParts did not append to parts: %q", config, value, parts)
+	}
+	if got := bytes.Join(parts[1:], nil); keep != wantKeep || keep && !bytes.Equal(got, want) {
+		t.Fatalf("config %s, value %q: ApplyParts = %q, %v; Apply = %q, %v", config, value, got, keep, want, wantKeep)
+	}
+}
+
+func TestDeclared(t *testing.T) {
+	for _, c := range []struct {
+		config         string
+		spans, numbers [][]string
+	}{
+		{`{"fields": ["card", "amount"], "where": {"field": "amount", "op": ">", "value": 100}}`, [][]string{{"card"}, {"amount"}}, [][]string{{"amount"}}},
+		{`{"where": {"field": "amount", "op": ">", "value": 100}, "fields": ["card"]}`, [][]string{{"card"}}, [][]string{{"amount"}}},
+		{`{"fields": ["a"], "where": {"field": "s", "op": "==", "value": "x"}}`, [][]string{{"a"}, {"s"}}, nil},
+		{`{"fields": ["a", "b"], "where": {"field": "\u0061", "op": "exists"}}`, [][]string{{"a"}, {"b"}}, nil},
+		{`{"where": {"field": "n", "op": "exists"}}`, [][]string{{"n"}}, nil},
+		{`{}`, nil, nil},
+	} {
+		p, err := Parse([]byte(c.config))
+		if err != nil {
+			t.Fatal(err)
+		}
+		spans, numbers := p.Declared()
+		if !slices.EqualFunc(spans, c.spans, slices.Equal) || !slices.EqualFunc(numbers, c.numbers, slices.Equal) {
+			t.Errorf("Declared of %s = %q, %q; want %q, %q", c.config, spans, numbers, c.spans, c.numbers)
+		}
 	}
 }
 
@@ -141,8 +198,10 @@ func TestApplySpans(t *testing.T) {
 		}
 		tested++
 		kept := 0
+		pf := partsFields(t, p)
 		for _, v := range values {
 			checkSpans(t, config, p, f, v)
+			checkParts(t, config, p, pf, v)
 			if _, keep := p.Apply(nil, v); keep {
 				kept++
 			}
@@ -206,6 +265,7 @@ func FuzzApplySpans(f *testing.F) {
 	f.Fuzz(func(t *testing.T, which uint8, value []byte) {
 		c := targets[int(which)%len(targets)]
 		checkSpans(t, c.config, c.p, c.fields, value)
+		checkParts(t, c.config, c.p, partsFields(t, c.p), value)
 	})
 }
 
@@ -223,30 +283,8 @@ func TestApplySpansNoAllocations(t *testing.T) {
 	if out, keep := p.ApplySpans(nil, value, true, spans); !keep || string(out) != `{"card":"4111","amount":150.25}` {
 		t.Fatalf("got %s, %v", out, keep)
 	}
-}
-
-// TestParseNumber: the fast path gives what jsonscan.ParseNumber gives.
-func TestParseNumber(t *testing.T) {
-	cases := []string{"0", "-0", "1", "-1", "174.77", "0.1", "-0.000", "123456789012345", "999999999999999.9",
-		"1234567890123456", "0.30000000000000004", "100", "100.0", "100.00000000000001", "9007199254740993",
-		"1.", ".5", "01", "-", "", "1e2", "1E-2", "--1", "1.2.3", "1x", "00", "-01.5", "0.", "7.000000000000001"}
-	rng := rand.New(rand.NewPCG(1, 5))
-	for range 20000 {
-		digits := 1 + rng.IntN(16)
-		s := strconv.FormatUint(rng.Uint64()%uint64(math.Pow10(digits)), 10)
-		if k := rng.IntN(len(s) + 1); k > 0 && k < len(s) {
-			s = s[:k] + "." + s[k:]
-		}
-		if rng.IntN(2) == 0 {
-			s = "-" + s
-		}
-		cases = append(cases, s)
-	}
-	for _, c := range cases {
-		x, ok := parseNumber([]byte(c))
-		wx, wok := jsonscan.ParseNumber([]byte(c))
-		if ok != wok || math.Float64bits(x) != math.Float64bits(wx) {
-			t.Fatalf("parseNumber(%q) = %v, %v; jsonscan.ParseNumber: %v, %v", c, x, ok, wx, wok)
-		}
+	parts := make([][]byte, 0, 8)
+	if n := testing.AllocsPerRun(100, func() { p.ApplyParts(parts[:0], value, true, spans, 150.25) }); n != 0 {
+		t.Errorf("%v allocations per ApplyParts", n)
 	}
 }

@@ -26,6 +26,13 @@ func failImport(msg string)
 
 func hostEmit(batch []byte) { emitImport(unsafe.Pointer(unsafe.SliceData(batch)), uint32(len(batch))) }
 
+// partsByAddress is true where a part list can name a slice by its
+// address in the module's memory (version 7's values in parts).
+const partsByAddress = true
+
+// address is where b starts in the module's memory.
+func address(b []byte) uint32 { return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
+
 func hostLog(level int32, msg string) { logImport(level, msg) }
 
 func hostFail(msg string) { failImport(msg) }

@@ -12,6 +12,8 @@
 package guest
 
 import (
+	"bytes"
+	"encoding/binary"
 	"fmt"
 	"runtime/debug"
 
@@ -163,6 +165,37 @@ func Emit(r *abi.Record) {
 	w.Append(r)
 	hostEmit(w.Bytes())
 	spill = nil // a rare giant record should not pin its memory
+}
+
+// EmitParts sends downstream a record like r whose value is the
+// concatenation of parts (version 7's values in parts; r.Value is not
+// used): the output batch names each part by its address and length, and
+// the host gathers them when it takes the batch. So each part must stay
+// unchanged, and reachable, until the call in progress returns.
+func EmitParts(r *abi.Record, parts [][]byte) {
+	if !emitting {
+		panic("eddy: EmitParts called outside Process and Close")
+	}
+	if partsByAddress {
+		list, ok := out.AppendPartList(r, len(parts))
+		if !ok {
+			flush()
+			list, ok = out.AppendPartList(r, len(parts))
+		}
+		if ok {
+			for p, b := range parts {
+				e := list[abi.PartSize*p : abi.PartSize*p+abi.PartSize : abi.PartSize*p+abi.PartSize]
+				binary.LittleEndian.PutUint32(e, address(b))
+				binary.LittleEndian.PutUint32(e[4:], uint32(len(b)))
+			}
+			return
+		}
+	}
+	// Outside Wasm, or a list larger than the whole output buffer: gather
+	// here and emit the value whole.
+	whole := *r
+	whole.Value = bytes.Join(parts, nil)
+	Emit(&whole)
 }
 
 // Log writes msg to the task log.

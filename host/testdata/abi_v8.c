@@ -1,7 +1,7 @@
-/* abi_v7: declares an ABI version this host does not support. */
+/* abi_v8: declares an ABI version this host does not support. */
 #include "eddy.h"
 
-EDDY_VERSION(7)
+EDDY_VERSION(8)
 EDDY_STATIC_ALLOC(1 << 16)
 EDDY_OPEN_OK
 EDDY_CLOSE_OK

@@ -1,0 +1,130 @@
+package abi
+
+import (
+	"encoding/binary"
+	"fmt"
+)
+
+// Version 7 (ABI.md, "Version 7: values in parts and numbers the host
+// parses"): a module may emit a record whose value is a list of parts in
+// its memory, which the host gathers while it takes the batch, and may
+// declare number paths, whose row entry is the value's float64.
+
+// PartsVersion is the least version of a module whose emitted batches may
+// carry part lists, or whose field list may hold number paths.
+const PartsVersion = 7
+
+// ValueParts, set in an emitted entry's value_len, says that the value is
+// a part list: value_off is where in the batch the list starts, and the
+// other bits are its number of parts, each a u32 address in the module's
+// memory and a u32 length.
+const ValueParts uint32 = 1 << 31
+
+// PartSize is the size of one part of a part list.
+const PartSize = 8
+
+// AppendPartList adds r to the batch with its value a list of n parts,
+// and returns the PartSize × n bytes where the caller writes them (u32
+// address, u32 length each, little-endian); r.Value is not used. Like
+// Append, it reports false and writes nothing when the record does not
+// fit.
+func (w *Writer) AppendPartList(r *Record, n int) ([]byte, bool) {
+	if n < 0 || uint32(n) >= ValueParts {
+		return nil, false
+	}
+	vl := PartSize * n
+	data, ok := w.put(r, vl, ValueParts|uint32(n))
+	if !ok {
+		return nil, false
+	}
+	at := data + len(r.Key)
+	return w.buf[at : at+vl : at+vl], true
+}
+
+// Gather is the host's side of values in parts: it decodes the batches a
+// module of version 7 emits and gathers each part list into a value of
+// its own. The gathered values live in Gather's buffer until the next
+// Decode; the zero Gather is ready to use. One Gather serves one instance.
+type Gather struct {
+	lists []int // scratch: the records whose value is a part list
+	buf   []byte
+}
+
+// GatherLimitError is Gather.Decode's error when the values its part
+// lists gather come to more than its limit.
+type GatherLimitError struct{ Size, Limit uint64 }
+
+func (e *GatherLimitError) Error() string {
+	return fmt.Sprintf("abi: the part lists gather %d bytes, more than the limit of %d", e.Size, e.Limit)
+}
+
+// Decode decodes batch, which lies in mem (the module's whole memory), as
+// DecodeBatch does, except that a value whose value_len has ValueParts set
+// is a part list: its list must lie inside the batch and each part inside
+// mem, and the record's value is the concatenation of the parts. Values
+// that are not part lists alias batch, as with DecodeBatch. If the
+// gathered values would come to more than limit bytes, nothing is
+// gathered and the error is a *GatherLimitError.
+func (g *Gather) Decode(batch, mem []byte, dst []Record, limit uint64) ([]Record, error) {
+	count, err := BatchCount(batch)
+	if err != nil {
+		return dst, err
+	}
+	le := binary.LittleEndian
+	g.lists = g.lists[:0]
+	size := uint64(len(batch))
+	for i := range count {
+		e := batch[HeaderSize+EntrySize*i:]
+		vo, vl := le.Uint32(e[16:]), le.Uint32(e[20:])
+		if vl&ValueParts == 0 {
+			continue
+		}
+		n := uint64(vl &^ ValueParts)
+		if uint64(vo)+PartSize*n > size {
+			return dst, fmt.Errorf("%w: record %d: part list of %d parts at %d is outside the %d-byte batch", ErrMalformedBatch, i, n, vo, len(batch))
+		}
+		g.lists = append(g.lists, i)
+	}
+	if len(g.lists) == 0 {
+		return DecodeBatch(batch, dst)
+	}
+	start := len(dst)
+	total := uint64(0)
+	for _, i := range g.lists {
+		e := batch[HeaderSize+EntrySize*i:]
+		vo, n := le.Uint32(e[16:]), uint64(le.Uint32(e[20:])&^ValueParts)
+		list := batch[vo : uint64(vo)+PartSize*n]
+		for p := uint64(0); p < n; p++ {
+			addr, l := uint64(le.Uint32(list[PartSize*p:])), uint64(le.Uint32(list[PartSize*p+4:]))
+			if addr+l > uint64(len(mem)) {
+				return dst, fmt.Errorf("%w: record %d: part %d [%#x, %#x) is outside the %d-byte memory", ErrMalformedBatch, i, p, addr, addr+l, len(mem))
+			}
+			total += l
+		}
+	}
+	if total > limit {
+		return dst, &GatherLimitError{Size: total, Limit: limit}
+	}
+	dst, err = decodeBatch(batch, dst, true)
+	if err != nil {
+		return dst, err
+	}
+	if uint64(cap(g.buf)) < total {
+		g.buf = make([]byte, total, total+total/4)
+	}
+	buf := g.buf[:total]
+	at := 0
+	recs := dst[start:]
+	for _, i := range g.lists {
+		e := batch[HeaderSize+EntrySize*i:]
+		vo, n := le.Uint32(e[16:]), uint64(le.Uint32(e[20:])&^ValueParts)
+		list := batch[vo : uint64(vo)+PartSize*n]
+		from := at
+		for p := uint64(0); p < n; p++ {
+			addr, l := le.Uint32(list[PartSize*p:]), le.Uint32(list[PartSize*p+4:])
+			at += copy(buf[at:], mem[addr:addr+l])
+		}
+		recs[i].Value = buf[from:at:at]
+	}
+	return dst, nil
+}
