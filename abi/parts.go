@@ -52,10 +52,10 @@ type Gather struct {
 
 // GatherLimitError is Gather.Decode's error when the values its part
 // lists gather come to more than its limit.
-type GatherLimitError struct{ Size, Limit uint64 }
+type GatherLimitError struct{ Limit uint64 }
 
 func (e *GatherLimitError) Error() string {
-	return fmt.Sprintf("abi: the part lists gather %d bytes, more than the limit of %d", e.Size, e.Limit)
+	return fmt.Sprintf("abi: the part lists gather more than the limit of %d bytes", e.Limit)
 }
 
 // Decode decodes batch, which lies in mem (the module's whole memory), as
@@ -63,68 +63,56 @@ func (e *GatherLimitError) Error() string {
 // is a part list: its list must lie inside the batch and each part inside
 // mem, and the record's value is the concatenation of the parts. Values
 // that are not part lists alias batch, as with DecodeBatch. If the
-// gathered values would come to more than limit bytes, nothing is
-// gathered and the error is a *GatherLimitError.
+// gathered values would come to more than limit bytes, the error is a
+// *GatherLimitError (the host checks as it gathers, so it never holds
+// more than limit bytes for a batch).
 func (g *Gather) Decode(batch, mem []byte, dst []Record, limit uint64) ([]Record, error) {
-	count, err := BatchCount(batch)
+	start := len(dst)
+	dst, err := decodeBatch(batch, dst, true)
 	if err != nil {
 		return dst, err
 	}
+	recs := dst[start:]
 	le := binary.LittleEndian
-	g.lists = g.lists[:0]
 	size := uint64(len(batch))
-	for i := range count {
-		e := batch[HeaderSize+EntrySize*i:]
-		vo, vl := le.Uint32(e[16:]), le.Uint32(e[20:])
+	buf, at := g.buf[:cap(g.buf)], 0
+	for i := range recs {
+		vl := le.Uint32(batch[HeaderSize+EntrySize*i+20:])
 		if vl&ValueParts == 0 {
 			continue
 		}
-		n := uint64(vl &^ ValueParts)
-		if uint64(vo)+PartSize*n > size {
-			return dst, fmt.Errorf("%w: record %d: part list of %d parts at %d is outside the %d-byte batch", ErrMalformedBatch, i, n, vo, len(batch))
+		vo, n := uint64(le.Uint32(batch[HeaderSize+EntrySize*i+16:])), uint64(vl&^ValueParts)
+		if vo+PartSize*n > size {
+			return dst[:start], fmt.Errorf("%w: record %d: part list of %d parts at %d is outside the %d-byte batch", ErrMalformedBatch, i, n, vo, len(batch))
 		}
-		g.lists = append(g.lists, i)
-	}
-	if len(g.lists) == 0 {
-		return DecodeBatch(batch, dst)
-	}
-	start := len(dst)
-	total := uint64(0)
-	for _, i := range g.lists {
-		e := batch[HeaderSize+EntrySize*i:]
-		vo, n := le.Uint32(e[16:]), uint64(le.Uint32(e[20:])&^ValueParts)
-		list := batch[vo : uint64(vo)+PartSize*n]
-		for p := uint64(0); p < n; p++ {
-			addr, l := uint64(le.Uint32(list[PartSize*p:])), uint64(le.Uint32(list[PartSize*p+4:]))
-			if addr+l > uint64(len(mem)) {
-				return dst, fmt.Errorf("%w: record %d: part %d [%#x, %#x) is outside the %d-byte memory", ErrMalformedBatch, i, p, addr, addr+l, len(mem))
-			}
-			total += l
-		}
-	}
-	if total > limit {
-		return dst, &GatherLimitError{Size: total, Limit: limit}
-	}
-	dst, err = decodeBatch(batch, dst, true)
-	if err != nil {
-		return dst, err
-	}
-	if uint64(cap(g.buf)) < total {
-		g.buf = make([]byte, total, total+total/4)
-	}
-	buf := g.buf[:total]
-	at := 0
-	recs := dst[start:]
-	for _, i := range g.lists {
-		e := batch[HeaderSize+EntrySize*i:]
-		vo, n := le.Uint32(e[16:]), uint64(le.Uint32(e[20:])&^ValueParts)
-		list := batch[vo : uint64(vo)+PartSize*n]
+		list := batch[vo : vo+PartSize*n]
 		from := at
-		for p := uint64(0); p < n; p++ {
-			addr, l := le.Uint32(list[PartSize*p:]), le.Uint32(list[PartSize*p+4:])
-			at += copy(buf[at:], mem[addr:addr+l])
+		for p := 0; p+PartSize <= len(list); p += PartSize {
+			addr, l := uint64(le.Uint32(list[p:])), uint64(le.Uint32(list[p+4:]))
+			if addr+l > uint64(len(mem)) {
+				return dst[:start], fmt.Errorf("%w: record %d: part %d [%#x, %#x) is outside the %d-byte memory", ErrMalformedBatch, i, p/PartSize, addr, addr+l, len(mem))
+			}
+			if uint64(at)+l > limit {
+				return dst[:start], &GatherLimitError{Limit: limit}
+			}
+			if uint64(len(buf)-at) < l+16 {
+				// Grow: the values gathered so far keep the old array.
+				grown := make([]byte, 2*len(buf)+int(l)+16)
+				copy(grown, buf[from:at])
+				buf, at, from = grown, at-from, 0
+			}
+			if l <= 16 && addr+16 <= uint64(len(mem)) {
+				// Most parts are short: one 16-byte move, of which the
+				// bytes past l are overwritten by the next part or lie
+				// past every value.
+				*(*[16]byte)(buf[at:]) = *(*[16]byte)(mem[addr:])
+			} else {
+				copy(buf[at:], mem[addr:addr+l])
+			}
+			at += int(l)
 		}
 		recs[i].Value = buf[from:at:at]
 	}
+	g.buf = buf[:0]
 	return dst, nil
 }

@@ -106,8 +106,8 @@ func (i *Instance) hostEmit(mod api.Module, ptr, n uint32) {
 		mem, _ := mod.Memory().Read(0, mod.Memory().Size())
 		recs, err = i.gather.Decode(view, mem, i.out[:0], i.limits.bytes-min(i.emitted.bytes, i.limits.bytes))
 		if big := (*abi.GatherLimitError)(nil); errors.As(err, &big) {
-			i.trapGuest(markf([]error{ErrEmitLimit}, "%s: %s emitted more than %s in one call (limit max_emit_bytes=%d; the part lists of this eddy.emit gather %d bytes, %d were left)",
-				i.who, i.phase, sizeString(i.limits.bytes), i.limits.bytes, big.Size, big.Limit))
+			i.trapGuest(markf([]error{ErrEmitLimit}, "%s: %s emitted more than %s in one call (limit max_emit_bytes=%d; the part lists of this eddy.emit gather more than the %d bytes left)",
+				i.who, i.phase, sizeString(i.limits.bytes), i.limits.bytes, big.Limit))
 		}
 	} else {
 		recs, err = abi.DecodeBatch(view, i.out[:0])

@@ -60,7 +60,7 @@ func TestValuesInPartsRefused(t *testing.T) {
 		words   []string
 	}{
 		{"parts", 'O', ErrBadPointer, []string{"eddy.emit: batch at", "record 0: part 0", "is outside the", "-byte memory"}},
-		{"parts", 'B', ErrEmitLimit, []string{"max_emit_bytes=16777216", "the part lists of this eddy.emit gather", "bytes, 16777216 were left"}},
+		{"parts", 'B', ErrEmitLimit, []string{"max_emit_bytes=16777216", "the part lists of this eddy.emit gather more than the 16777216 bytes left"}},
 		{"parts_v6", 'P', ErrBadPointer, []string{"eddy.emit: batch at", "record 0: value"}},
 	} {
 		t.Run(c.fixture+"/"+string(c.mode), func(t *testing.T) {
