@@ -76,12 +76,12 @@ func TestMain(m *testing.M) {
 }
 
 // moduleVersions are the built modules and the ABI version each must
-// declare: the stateful ones 2, the aggregate 3, the projection module
-// of C 6 (it declares the fields it reads) and of Go 7 (it also has the
-// host parse its where number and gather its output from parts), the
-// others (the window function top-n too) 1.
+// declare: the stateful ones 2, the aggregate 3, the projection modules
+// of Go and C 7 (they declare the fields they read; linking the SDKs'
+// fields support declares 7, whose number paths and values in parts the
+// Go one uses too), the others (the window function top-n too) 1.
 var moduleVersions = map[string]uint64{
-	"project-go": abi.PartsVersion, "project-c": abi.FieldsVersion,
+	"project-go": abi.PartsVersion, "project-c": abi.PartsVersion,
 	"split-go": 1, "split-c": 1,
 	"counter-go": 2, "counter-c": 2,
 	"country-change-go": 2, "country-change-c": 2,

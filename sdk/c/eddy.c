@@ -165,6 +165,34 @@ int eddy_emit(const eddy_record *r) {
     return 0;
 }
 
+/* Version 7's values in parts (eddy_fields.h's eddy_emit_parts): r's value
+ * is the list of n parts at parts, 8 bytes each (address and length, as
+ * an eddy_json_span is laid out in wasm32), written into the entry's data
+ * in place of the value, with the part-list bit in value_len. */
+int eddy__emit_parts(const eddy_record *r, const void *parts, uint32_t n) {
+    eddy_record list = *r;
+    uint8_t *e;
+    if (!emitting) {
+        eddy_fail("eddy: eddy_emit_parts called outside eddy_op_process and eddy_op_close");
+        return -1;
+    }
+    if (n > (UINT32_MAX - ENTRY_SIZE - r->key_len - r->headers_len) / 8) {
+        eddy_fail("eddy: eddy_emit_parts of %u parts", n);
+        return -1;
+    }
+    list.value = parts;
+    list.value_len = 8 * n;
+    if (!fits(record_size(&list))) flush();
+    if (!fits(record_size(&list))) {
+        eddy_fail("eddy: eddy_emit_parts: a list of %u parts does not fit in the %u-byte output buffer", n, EDDY_OUTPUT_BUFFER_SIZE);
+        return -1;
+    }
+    e = output + HEADER_SIZE + ENTRY_SIZE * out_count;
+    put_record(output, &out_count, &out_data, &list);
+    put32(e + 20, 0x80000000u | n);
+    return 0;
+}
+
 int eddy_emit_kv(const uint8_t *key, uint32_t key_len, const uint8_t *value, uint32_t value_len,
                  int64_t timestamp) {
     eddy_record r = {key, key_len, value, value_len, timestamp, NULL, 0, NULL};
@@ -270,7 +298,7 @@ static int32_t outside_input(const char *what, const uint8_t *p, uint32_t len) {
  * 2 functions; a module links eddy_aggregate.c exactly when it exports
  * the aggregate functions of version 3. */
 extern const int32_t eddy__abi_version __attribute__((weak));
-/* 6 when eddy_fields.c is linked (version 6 includes every addition before
+/* 7 when eddy_fields.c is linked (version 7 includes every addition before
  * it, so it wins over the others). */
 extern const int32_t eddy__fields_version __attribute__((weak));
 /* eddy_fields.c's: hands the fields eddy_op_open declared to the host. */

@@ -47,6 +47,9 @@ int32_t eddy__run_input_batch(const uint8_t *batch, uint32_t len, int (*each)(co
  * of the field table (4 + 8 * paths), 0 without fields. */
 extern uint32_t eddy__fields_row;
 
+/* eddy_emit_parts (eddy_fields.c): r with its value the n parts at parts. */
+int eddy__emit_parts(const eddy_record *r, const void *parts, uint32_t n);
+
 /* The batch being run, for eddy_fields.c's bounds check of a span. */
 extern const uint8_t *eddy__batch;
 extern uint32_t eddy__batch_len;

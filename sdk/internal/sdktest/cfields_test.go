@@ -36,9 +36,11 @@ func buildCFields(t *testing.T, co bool) []byte {
 }
 
 // TestCFieldsThroughHost runs the C SDK's fields (eddy_fields.h) in the
-// real host: linking eddy_fields.c declares version 6 (also over the
+// real host: linking eddy_fields.c declares version 7 (also over the
 // two-input operator's 5), eddy_record_field reads the host's spans on
-// both inputs, and each misuse fails with its one line.
+// both inputs, eddy_record_number the numbers it parsed, eddy_emit_parts
+// hands over values the host gathers, and each misuse fails with its one
+// line.
 func TestCFieldsThroughHost(t *testing.T) {
 	ctx := context.Background()
 	e, err := eddyhost.NewEngine(ctx, eddyhost.DefaultConfig())
@@ -55,6 +57,7 @@ func TestCFieldsThroughHost(t *testing.T) {
 		{Key: []byte("k"), Value: []byte(`{"a":1,"b":{"c":"x"}}`), Timestamp: 3},
 		{Key: []byte("k"), Value: []byte(`{"b":[1],"\u0061":"s"}`)},
 		{Key: []byte("k"), Value: []byte(`{"a":1`)},
+		{Key: []byte("k"), Value: []byte(`{"a":2.5,"b":{"c":-1e3}}`)},
 	}
 	for _, co := range []bool{false, true} {
 		name := map[bool]string{false: "one input", true: "two inputs"}[co]
@@ -63,8 +66,8 @@ func TestCFieldsThroughHost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if m.ABIVersion() != abi.FieldsVersion || m.IsTwoInput() != co {
-				t.Fatalf("ABI version %d, two-input %v; want %d, %v", m.ABIVersion(), m.IsTwoInput(), abi.FieldsVersion, co)
+			if m.ABIVersion() != abi.PartsVersion || m.IsTwoInput() != co {
+				t.Fatalf("ABI version %d, two-input %v; want %d, %v", m.ABIVersion(), m.IsTwoInput(), abi.PartsVersion, co)
 			}
 			opened := 0
 			open := func(t *testing.T, mode string) (*eddyhost.Instance, error) {
@@ -97,8 +100,10 @@ func TestCFieldsThroughHost(t *testing.T) {
 				mode string
 				want []string
 			}{
-				{"ok", []string{`1|1|"x"|{"c":"x"}`, `1|"s"|-|[1]`, `0|-|-|-`}},
-				{"none", []string{`0|-`, `0|-`, `0|-`}},
+				{"ok", []string{`1|1|"x"|{"c":"x"}`, `1|"s"|-|[1]`, `0|-|-|-`, `1|2.5|-1e3|{"c":-1e3}`}},
+				{"none", []string{`0|-`, `0|-`, `0|-`, `0|-`}},
+				{"numbers", []string{`1|1|1|-`, `1|"s"|-|-`, `0|-|-|-`, `1|2.5|2.5|-1000`}},
+				{"parts", []string{`1|1|"x"|{"c":"x"}`, `1|"s"|-|[1]`, `0|-|-|-`, `1|2.5|-1e3|{"c":-1e3}`}},
 			} {
 				i, err := open(t, c.mode)
 				if err != nil {
