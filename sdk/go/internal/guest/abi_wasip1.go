@@ -30,8 +30,20 @@ func hostEmit(batch []byte) { emitImport(unsafe.Pointer(unsafe.SliceData(batch))
 // address in the module's memory (version 7's values in parts).
 const partsByAddress = true
 
-// address is where b starts in the module's memory.
-func address(b []byte) uint32 { return uint32(uintptr(unsafe.Pointer(unsafe.SliceData(b)))) }
+// putParts writes parts into list (abi.PartSize bytes each, as
+// Writer.AppendPartList returned it): one 8-byte store per part, the
+// address in the low half and the length in the high one, which is the
+// ABI's little-endian (u32 address, u32 length). Go's wasm backend makes
+// every bounds check and byte store cost, so the loop uses neither.
+func putParts(list []byte, parts [][]byte) {
+	if len(list) < abi.PartSize*len(parts) {
+		panic("guest: part list too short")
+	}
+	base := unsafe.Pointer(unsafe.SliceData(list))
+	for p, b := range parts {
+		*(*uint64)(unsafe.Add(base, abi.PartSize*p)) = uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b)))&0xFFFFFFFF) | uint64(len(b))<<32
+	}
+}
 
 func hostLog(level int32, msg string) { logImport(level, msg) }
 

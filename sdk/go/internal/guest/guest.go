@@ -13,7 +13,6 @@ package guest
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"runtime/debug"
 
@@ -183,11 +182,7 @@ func EmitParts(r *abi.Record, parts [][]byte) {
 			list, ok = out.AppendPartList(r, len(parts))
 		}
 		if ok {
-			for p, b := range parts {
-				e := list[abi.PartSize*p : abi.PartSize*p+abi.PartSize : abi.PartSize*p+abi.PartSize]
-				binary.LittleEndian.PutUint32(e, address(b))
-				binary.LittleEndian.PutUint32(e[4:], uint32(len(b)))
-			}
+			putParts(list, parts)
 			return
 		}
 	}
