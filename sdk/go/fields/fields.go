@@ -49,6 +49,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"unsafe"
 
 	"github.com/eddy-stream/eddy/abi"
 	"github.com/eddy-stream/eddy/sdk/go/internal/guest"
@@ -135,6 +136,57 @@ func Number(j int) (float64, bool) {
 // values out of their fields, it saves copying every field twice in
 // Go-compiled Wasm.
 func EmitParts(r *abi.Record, parts ...[]byte) { guest.EmitParts(r, parts) }
+
+// A Part is one piece of a value emitted with EmitPartList: in a Wasm
+// module, the piece's address in the module's memory and its length,
+// which is what the ABI's part list holds, so that a list of Parts goes
+// out as it is. Unlike a []byte a Part holds no pointer, so building a
+// list of them costs Go's Wasm backend neither write barriers nor bounds
+// checks on the way out; an operator that keeps its constant pieces as
+// Parts (made once, in Open) and takes its spans with SpanParts emits a
+// rewritten value without touching a slice. NoPart (the zero Part) is an
+// empty piece; SpanParts gives it for an absent path.
+type Part uint64
+
+// NoPart is the empty Part.
+const NoPart Part = 0
+
+// Len is the length of the piece p names.
+func (p Part) Len() int { return int(p >> 32) }
+
+// PartOf returns b as a Part. The Part names b's bytes, not a copy: they
+// must stay unchanged and reachable for as long as the Part is emitted,
+// as with EmitParts. Parts of memory the operator keeps (its
+// configuration, constants) are best made once, in Open; outside Wasm
+// (the SDK's native tests) a Part made while processing is valid until
+// the next batch.
+func PartOf(b []byte) Part { return Part(guest.PartOf(b)) }
+
+// SpanParts is Spans with Parts: it sets parts[j] to span path j's value
+// in the record being processed, NoPart when absent, and reports whether
+// the value is one valid JSON object. A span's Part is its row entry with
+// the batch's address added, so the call reads no slices. It panics where
+// Spans does.
+func SpanParts(parts []Part) bool {
+	b, row := guest.FieldRow()
+	if row < 0 || len(parts) > spanPaths {
+		badSpans(len(parts))
+	}
+	r := b[row : row+4+8*len(parts)]
+	guest.SpanParts(r[4:], words(parts))
+	return binary.LittleEndian.Uint32(r) == 1
+}
+
+// EmitPartList sends downstream a record like r whose value is the
+// concatenation of the pieces parts name, as EmitParts does (r.Value is
+// not used; the host gathers the pieces). The list is copied, so parts
+// may be reused at once; the pieces may not (see PartOf).
+func EmitPartList(r *abi.Record, parts []Part) { guest.EmitPartList(r, words(parts)) }
+
+// words is parts as the []uint64 it is.
+func words(parts []Part) []uint64 {
+	return unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(parts))), len(parts))
+}
 
 // badNumber panics with what is wrong with Number(j).
 func badNumber(j int) {

@@ -4,10 +4,17 @@
 //
 // When the configuration names fields or a where clause, it declares them
 // (package fields: ABI version 6's spans and version 7's number paths),
-// filters on the number the host parsed and emits the output value as
-// parts (the record's spans and its configuration's member names) that
-// the host gathers, without scanning or copying anything; otherwise it
-// has nothing to declare and scans each value with Apply.
+// filters on the number the host parsed and emits the output value as a
+// part list (the record's spans and its configuration's member names)
+// that the host gathers, without scanning or copying anything; otherwise
+// it has nothing to declare and scans each value with Apply.
+//
+// The part list is built from fields.Parts, not slices: the constant
+// pieces are made Parts once, in Open, and SpanParts gives each span as
+// a Part, so a record's output is a handful of 8-byte words (in Go's Wasm
+// backend every slice written costs write barriers and bounds checks).
+// What goes where is package projection's (Filter, Pieces), as in its
+// ApplyParts.
 //
 // Build it with
 //
@@ -23,11 +30,21 @@ import (
 )
 
 type projector struct {
-	p       *projection.Projector
-	spans   [][]byte // the current record's spans, one per declared span path; nil: scan instead
-	numbers bool     // the where field is a number path, row entry len(spans)
-	parts   [][]byte // reused for every output value's parts
-	out     []byte   // reused for every output value Apply builds: Emit copies it
+	p      *projection.Projector
+	out    []byte // reused for every output value Apply builds: Emit copies it
+	fields bool   // declared fields: the part list path below
+
+	spans   []fields.Part // the current record's spans, one per declared span path
+	numbers bool          // the where field is a number path, row entry len(spans)
+	where   int           // the where field's span for Filter, or -1
+	whole   bool          // no "fields": the value goes out whole
+
+	// The pieces of an output value (projection.Pieces) as Parts, and the
+	// list reused for every output value.
+	nfields        int
+	first, next    []fields.Part
+	closing, empty fields.Part
+	list           []fields.Part
 }
 
 func (o *projector) Open(config []byte) error {
@@ -36,19 +53,30 @@ func (o *projector) Open(config []byte) error {
 		return err
 	}
 	o.p = p
-	if spans, numbers := p.Declared(); len(spans)+len(numbers) > 0 {
-		if err := fields.DeclareWithNumbers(spans, numbers); err != nil {
-			return err
-		}
-		o.spans = make([][]byte, len(spans))
-		o.numbers = len(numbers) > 0
-		o.parts = make([][]byte, 0, 2*len(spans)+2)
+	spans, numbers := p.Declared()
+	if len(spans)+len(numbers) == 0 {
+		return nil
 	}
+	if err := fields.DeclareWithNumbers(spans, numbers); err != nil {
+		return err
+	}
+	o.fields = true
+	o.spans = make([]fields.Part, len(spans))
+	o.numbers = len(numbers) > 0
+	o.where = p.WhereSpan()
+	whole, first, next, closing, empty := p.Pieces()
+	o.whole, o.nfields = whole, len(first)
+	for i := range first {
+		o.first = append(o.first, fields.PartOf(first[i]))
+		o.next = append(o.next, fields.PartOf(next[i]))
+	}
+	o.closing, o.empty = fields.PartOf(closing), fields.PartOf(empty)
+	o.list = make([]fields.Part, 0, 2*len(first)+1)
 	return nil
 }
 
 func (o *projector) Process(r *eddy.Record) error {
-	if o.spans == nil {
+	if !o.fields {
 		out, keep := o.p.Apply(o.out[:0], r.Value)
 		o.out = out
 		if keep {
@@ -56,17 +84,42 @@ func (o *projector) Process(r *eddy.Record) error {
 		}
 		return nil
 	}
-	valid := fields.Spans(o.spans)
+	if !fields.SpanParts(o.spans) {
+		return nil // not a JSON object
+	}
 	x := math.NaN()
 	if o.numbers {
 		x, _ = fields.Number(len(o.spans))
 	}
-	// The parts are the record's spans and the projector's prefixes: both
-	// outlive Process, as EmitParts needs.
-	parts, keep := o.p.ApplyParts(o.parts[:0], r.Value, valid, o.spans, x)
-	if keep {
-		fields.EmitParts(r, parts...)
+	var where []byte
+	if o.where >= 0 {
+		where, _ = fields.Get(o.where)
 	}
+	if !o.p.Filter(where, x) {
+		return nil
+	}
+	list := o.list[:0]
+	if o.whole {
+		list = append(list, fields.PartOf(r.Value))
+	} else {
+		// Both kinds of part outlive Process, as EmitPartList needs: the
+		// spans are the input batch's bytes, the pieces the projector's.
+		prefix := o.first
+		for i, s := range o.spans[:o.nfields] {
+			if s == fields.NoPart {
+				continue
+			}
+			list = append(list, prefix[i], s)
+			prefix = o.next
+		}
+		if len(list) == 0 {
+			list = append(list, o.empty)
+		} else {
+			list = append(list, o.closing)
+		}
+	}
+	o.list = list
+	fields.EmitPartList(r, list)
 	return nil
 }
 

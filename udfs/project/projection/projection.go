@@ -189,13 +189,11 @@ func (p *Projector) ApplyParts(parts [][]byte, value []byte, valid bool, spans [
 	if !valid {
 		return parts, false
 	}
-	switch {
-	case p.op == OpNone:
-	case p.numberWhere():
-		if !p.compare(x) {
-			return parts, false
-		}
-	case !p.match(spans[p.whereAt]):
+	var where []byte
+	if w := p.WhereSpan(); w >= 0 {
+		where = spans[w]
+	}
+	if !p.Filter(where, x) {
 		return parts, false
 	}
 	if p.all {
@@ -216,6 +214,42 @@ func (p *Projector) ApplyParts(parts [][]byte, value []byte, valid bool, spans [
 		return append(parts, emptyObject), true
 	}
 	return append(parts, closeBrace), true
+}
+
+// WhereSpan is the index among Declared's span paths of the where field
+// when Filter needs its raw value, -1 when it does not (no where clause,
+// or one that compares numbers).
+func (p *Projector) WhereSpan() int {
+	if p.op == OpNone || p.numberWhere() {
+		return -1
+	}
+	return p.whereAt
+}
+
+// Filter reports whether a record whose value is a valid JSON object
+// passes the where clause, given the where field's raw value (nil when
+// absent; only used when WhereSpan is not -1) and its number x (NaN when
+// there is none; only used when the clause compares numbers): the filter
+// of ApplyParts, for a module that assembles the output itself from
+// Pieces.
+func (p *Projector) Filter(where []byte, x float64) bool {
+	switch {
+	case p.op == OpNone:
+		return true
+	case p.numberWhere():
+		return p.compare(x)
+	}
+	return p.match(where)
+}
+
+// Pieces returns what ApplyParts builds an output value from, for a
+// module that assembles it itself: whole is true when the value is kept
+// as it is (no "fields"); otherwise the value is first[i] and field i's
+// span for the first "fields" name present, next[i] and the span for each
+// further one, then closing, or empty when none is present. The slices
+// are the Projector's own, valid as long as it is.
+func (p *Projector) Pieces() (whole bool, first, next [][]byte, closing, empty []byte) {
+	return p.all, p.first, p.next, closeBrace, emptyObject
 }
 
 func (p *Projector) parseFields(value []byte) error {

@@ -45,6 +45,53 @@ func putParts(list []byte, parts [][]byte) {
 	}
 }
 
+// partOf is b as a part of a part list: its address in the module's
+// memory in the low half, its length in the high one.
+func partOf(b []byte) uint64 {
+	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))&0xFFFFFFFF | uint64(len(b))<<32
+}
+
+// spanParts sets dst[j] to the part of row entry j (entries: 8 bytes a
+// path, u32 offset in batch and u32 length, as the host wrote them), 0
+// when the entry is absent. The entry is the part but for the batch's
+// address, which it adds: one 8-byte load, a compare and a store a path.
+func spanParts(batch, entries []byte, dst []uint64) {
+	if len(entries) < 8*len(dst) {
+		panic("guest: row too short")
+	}
+	base := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(batch))))
+	at := unsafe.Pointer(unsafe.SliceData(entries))
+	for j := range dst {
+		e := *(*uint64)(unsafe.Add(at, 8*j))
+		if uint32(e) == abi.FieldAbsent {
+			dst[j] = 0
+			continue
+		}
+		dst[j] = e + base
+	}
+}
+
+// putPartList copies parts into list (abi.PartSize bytes each): in the
+// module's memory, a part is already what the list holds.
+func putPartList(list []byte, parts []uint64) {
+	if len(list) < abi.PartSize*len(parts) {
+		panic("guest: part list too short")
+	}
+	base := unsafe.Pointer(unsafe.SliceData(list))
+	for p, w := range parts {
+		*(*uint64)(unsafe.Add(base, abi.PartSize*p)) = w
+	}
+}
+
+// partBytes is for the native fallback of EmitPartList, never taken in
+// Wasm (partsByAddress).
+func partBytes(uint64) []byte { panic("guest: partBytes in Wasm") }
+
+// keepParts and dropParts have nothing to do in Wasm, where a part is an
+// address (see host_other.go).
+func keepParts() {}
+func dropParts() {}
+
 func hostLog(level int32, msg string) { logImport(level, msg) }
 
 func hostFail(msg string) { failImport(msg) }

@@ -193,6 +193,54 @@ func EmitParts(r *abi.Record, parts [][]byte) {
 	Emit(&whole)
 }
 
+// PartOf returns b as a part for EmitPartList (see fields.Part).
+func PartOf(b []byte) uint64 { return partOf(b) }
+
+// SpanParts sets dst[j] to the part of the current record's span path j,
+// 0 when absent, from the row entries (8 bytes a path) that follow the
+// row's validity word.
+func SpanParts(entries []byte, dst []uint64) { spanParts(fieldBatch, entries, dst) }
+
+// EmitPartList is EmitParts for parts made by PartOf and SpanParts: in
+// Wasm, a part is already the (address, length) the list holds, so the
+// list is a copy of parts.
+func EmitPartList(r *abi.Record, parts []uint64) {
+	if !emitting {
+		panic("eddy: EmitPartList called outside Process and Close")
+	}
+	if !partsByAddress {
+		whole := *r
+		whole.Value = nil
+		for _, p := range parts {
+			whole.Value = append(whole.Value, partBytes(p)...)
+		}
+		Emit(&whole)
+		return
+	}
+	list, ok := out.AppendPartList(r, len(parts))
+	if !ok {
+		flush()
+		list, ok = out.AppendPartList(r, len(parts))
+	}
+	if !ok {
+		// A list larger than the whole output buffer goes alone, in a batch
+		// of its own, after the records before it (as Emit's giant records).
+		head := *r
+		head.Value = nil
+		spill = make([]byte, abi.HeaderSize+abi.RecordSize(&head)+abi.PartSize*len(parts))
+		var w abi.Writer
+		w.Reset(spill)
+		if list, ok = w.AppendPartList(r, len(parts)); !ok {
+			panic("eddy: EmitPartList: a part list that fits no batch")
+		}
+		putPartList(list, parts)
+		hostEmit(w.Bytes())
+		spill = nil
+		return
+	}
+	putPartList(list, parts)
+}
+
 // Log writes msg to the task log.
 func Log(level int32, msg string) { hostLog(level, msg) }
 
@@ -243,6 +291,7 @@ func Open(config []byte) (status int32) {
 	if err := registered.Open(own); err != nil {
 		return fail(err.Error())
 	}
+	keepParts()
 	return abi.StatusOK
 }
 
@@ -276,6 +325,7 @@ func RunWhole(batch []byte, what string, fn func(recs []abi.Record) error) int32
 	if registered == nil {
 		return fail(ErrNoOperator)
 	}
+	dropParts()
 	recs, err := abi.DecodeBatch(batch, records[:0])
 	records = recs[:0]
 	if err != nil {

@@ -2,6 +2,12 @@
 
 package guest
 
+import (
+	"encoding/binary"
+
+	"github.com/eddy-stream/eddy/abi"
+)
+
 // Outside a Wasm guest there is no host: the calls below panic unless a
 // test has installed a fake one with SetTestHost.
 
@@ -22,6 +28,7 @@ func SetTestHost(h Host, op Operator) (undo func()) {
 	out.Reset(outBuf[:])
 	emitting, opening, key, hasKey = false, false, nil, false
 	fieldPaths, fieldRowSize, fieldBatch, fieldRow = 0, 0, nil, -1
+	partTable, partsKept = nil, 0
 	return func() { testHost, registered = nil, nil }
 }
 
@@ -55,3 +62,44 @@ func hostFail(msg string) {
 const partsByAddress = false
 
 func putParts([]byte, [][]byte) { panic("guest: part lists outside Wasm") }
+
+// Outside Wasm a part cannot be an address in the module's memory, so it
+// is an index (from 1, 0 being no part) into partTable in the low half,
+// and the length in the high half as in Wasm. The parts made during Open
+// (the operator's constants) are kept; those made while processing are
+// dropped at the start of the next batch, which their bytes need not
+// outlive.
+var (
+	partTable [][]byte
+	partsKept int
+)
+
+func partOf(b []byte) uint64 {
+	partTable = append(partTable, b)
+	return uint64(len(partTable)) | uint64(len(b))<<32
+}
+
+func partBytes(p uint64) []byte {
+	if uint32(p) == 0 {
+		return nil
+	}
+	return partTable[uint32(p)-1]
+}
+
+func spanParts(batch, entries []byte, dst []uint64) {
+	le := binary.LittleEndian
+	for j := range dst {
+		off := le.Uint32(entries[8*j:])
+		if off == abi.FieldAbsent {
+			dst[j] = 0
+			continue
+		}
+		end := int(off) + int(le.Uint32(entries[8*j+4:]))
+		dst[j] = partOf(batch[off:end:end])
+	}
+}
+
+func putPartList([]byte, []uint64) { panic("guest: part lists outside Wasm") }
+
+func keepParts() { partsKept = len(partTable) }
+func dropParts() { clear(partTable[partsKept:]); partTable = partTable[:partsKept] }
