@@ -41,6 +41,50 @@ func (w *Writer) AppendPartList(r *Record, n int) ([]byte, bool) {
 	return w.buf[at : at+vl : at+vl], true
 }
 
+// AppendWords is AppendPartList with the list given: it adds r to the
+// batch with its value the part list words, each a part's u32 address in
+// its low half and u32 length in its high half (the PartSize
+// little-endian bytes of the list), and reports false, writing nothing,
+// when the record does not fit. It writes the entry, the key and the list
+// in one call with no slice handed back, which is what a Go-compiled
+// guest pays for per record (ABI.md, "Version 7").
+func (w *Writer) AppendWords(r *Record, words []uint64) bool {
+	n := len(words)
+	le := binary.LittleEndian
+	if len(r.Headers) > 0 {
+		list, ok := w.AppendPartList(r, n)
+		for p := 0; ok && p < n; p++ {
+			le.PutUint64(list[PartSize*p:], words[p])
+		}
+		return ok
+	}
+	if uint32(n) >= ValueParts {
+		return false
+	}
+	kl, vl := len(r.Key), PartSize*n
+	at := HeaderSize + EntrySize*w.count
+	data := w.data - kl - vl
+	if data < at+EntrySize {
+		return false
+	}
+	buf := w.buf
+	e := buf[at : at+EntrySize : at+EntrySize]
+	le.PutUint64(e[0:], uint64(r.Timestamp))
+	le.PutUint32(e[8:], uint32(data))
+	le.PutUint32(e[12:], uint32(kl))
+	le.PutUint32(e[16:], uint32(data+kl))
+	le.PutUint32(e[20:], ValueParts|uint32(n))
+	le.PutUint64(e[24:], 0)
+	copy(buf[data:], r.Key)
+	list := buf[data+kl : data+kl+vl : data+kl+vl]
+	for p, x := range words {
+		le.PutUint64(list[PartSize*p:], x)
+	}
+	w.data = data
+	w.count++
+	return true
+}
+
 // Gather is the host's side of values in parts: it decodes the batches a
 // module of version 7 emits and gathers each part list into a value of
 // its own. The gathered values live in Gather's buffer until the next

@@ -137,6 +137,50 @@ func TestAppendPartListFull(t *testing.T) {
 	}
 }
 
+// TestAppendWords: a batch written with AppendWords is byte for byte the
+// batch AppendPartList writes with the same list, with and without
+// headers, and a record that does not fit is refused with nothing written.
+func TestAppendWords(t *testing.T) {
+	recs := []Record{
+		{Key: []byte("k0"), Timestamp: 5},
+		{Timestamp: NoTimestamp},
+		{Key: []byte("k2"), Timestamp: 7, Headers: []Header{{Key: "h", Value: []byte("v")}}},
+		{Key: []byte("key three"), Timestamp: -3},
+	}
+	lists := [][]uint64{{0x0000000300001000, 0x0000000700002000}, nil, {0x0000000100000010}, {1, 2, 3, 0xffffffffffffffff}}
+	le := binary.LittleEndian
+	var byList, byWords Writer
+	byList.Reset(bytes.Repeat([]byte{'#'}, 512))
+	byWords.Reset(bytes.Repeat([]byte{'#'}, 512))
+	for i := range recs {
+		list, ok := byList.AppendPartList(&recs[i], len(lists[i]))
+		if !ok {
+			t.Fatalf("record %d does not fit", i)
+		}
+		for p, x := range lists[i] {
+			le.PutUint64(list[PartSize*p:], x)
+		}
+		if !byWords.AppendWords(&recs[i], lists[i]) {
+			t.Fatalf("AppendWords: record %d does not fit", i)
+		}
+	}
+	if a, b := byList.Bytes(), byWords.Bytes(); !bytes.Equal(a, b) {
+		t.Fatalf("AppendWords wrote\n%q\nAppendPartList and the list\n%q", b, a)
+	}
+	var w Writer
+	buf := bytes.Repeat([]byte{'#'}, 64)
+	w.Reset(buf)
+	if w.AppendWords(&Record{Key: []byte("k")}, []uint64{1, 2, 3, 4}) || w.Len() != 0 {
+		t.Fatal("a part list larger than the buffer was accepted")
+	}
+	if !bytes.Equal(buf, bytes.Repeat([]byte{'#'}, 64)) {
+		t.Fatal("a refused AppendWords wrote into the buffer")
+	}
+	if !w.AppendWords(&Record{}, []uint64{1, 2}) || w.Len() != 1 {
+		t.Fatal("a part list that fits was refused")
+	}
+}
+
 // BenchmarkGather: what the host pays per record of a batch of 256
 // projected values of 7 parts each (Gather.Decode), against decoding the
 // same values written whole (DecodeBatch).

@@ -117,11 +117,11 @@ func declare(spans, numbers [][]string) error {
 // record's value is not a valid JSON object. It panics where Get does and
 // when path j is not a number path.
 func Number(j int) (float64, bool) {
-	b, row := guest.FieldRow()
+	row := guest.Row()
 	if row < 0 || j < spanPaths || j >= guest.FieldPaths() {
-		badNumber(j)
+		panic(numberError{j, row})
 	}
-	x := math.Float64frombits(binary.LittleEndian.Uint64(b[row+4+8*j:]))
+	x := math.Float64frombits(guest.RowWord(row + 4 + 8*j))
 	return x, x == x
 }
 
@@ -168,13 +168,11 @@ func PartOf(b []byte) Part { return Part(guest.PartOf(b)) }
 // the batch's address added, so the call reads no slices. It panics where
 // Spans does.
 func SpanParts(parts []Part) bool {
-	b, row := guest.FieldRow()
-	if row < 0 || len(parts) > spanPaths {
-		badSpans(len(parts))
+	valid, ok := guest.SpanParts(spanPaths, words(parts))
+	if !ok {
+		panic(spansError{len(parts), guest.Row()})
 	}
-	r := b[row : row+4+8*len(parts)]
-	guest.SpanParts(r[4:], words(parts))
-	return binary.LittleEndian.Uint32(r) == 1
+	return valid
 }
 
 // EmitPartList sends downstream a record like r whose value is the
@@ -188,12 +186,16 @@ func words(parts []Part) []uint64 {
 	return unsafe.Slice((*uint64)(unsafe.Pointer(unsafe.SliceData(parts))), len(parts))
 }
 
-// badNumber panics with what is wrong with Number(j).
-func badNumber(j int) {
-	if _, row := guest.FieldRow(); row < 0 {
-		panic(errNoRow)
+// numberError is the panic of a wrong Number(j), with its message made
+// only when printed: a panic value costs Number nothing, so it stays small
+// enough to be inlined into the operator's loop.
+type numberError struct{ j, row int }
+
+func (e numberError) Error() string {
+	if e.row < 0 {
+		return errNoRow
 	}
-	panic(fmt.Sprintf("fields: Number(%d): paths %d to %d are number paths", j, spanPaths, guest.FieldPaths()-1))
+	return fmt.Sprintf("fields: Number(%d): paths %d to %d are number paths", e.j, spanPaths, guest.FieldPaths()-1)
 }
 
 // Valid reports whether the value of the record being processed is one
@@ -255,10 +257,19 @@ func Spans(spans [][]byte) bool {
 }
 
 func badSpans(n int) {
-	if _, row := guest.FieldRow(); row < 0 {
-		panic(errNoRow)
+	_, row := guest.FieldRow()
+	panic(spansError{n, row})
+}
+
+// spansError is the panic of a wrong Spans or SpanParts of n paths, with
+// its message made only when printed (see numberError).
+type spansError struct{ n, row int }
+
+func (e spansError) Error() string {
+	if e.row < 0 {
+		return errNoRow
 	}
-	panic(fmt.Sprintf("fields: Spans of %d paths, %d span paths declared", n, spanPaths))
+	return fmt.Sprintf("fields: Spans of %d paths, %d span paths declared", e.n, spanPaths)
 }
 
 // badGet panics with what is wrong with Get(j). It is apart from Get so

@@ -20,6 +20,7 @@ type host struct {
 	fields   *abi.Fields
 	calls    int // of the fields import
 	out      []string
+	keys     []string // key@timestamp of each record in out
 	failures []string
 }
 
@@ -30,6 +31,7 @@ func (h *host) Emit(batch []byte) {
 	}
 	for _, r := range recs {
 		h.out = append(h.out, string(r.Value))
+		h.keys = append(h.keys, fmt.Sprintf("%s@%d", r.Key, r.Timestamp))
 	}
 }
 func (h *host) Log(int32, string) {}
@@ -357,5 +359,55 @@ func TestNoAllocations(t *testing.T) {
 	}
 	if sum == 0 || !bytes.Contains(batch, []byte("c255")) {
 		t.Fatal("no field read")
+	}
+}
+
+// TestSpanPartsEmitPartList: outside Wasm, a list of Parts (spans by
+// SpanParts, constants by PartOf in Open, NoPart) goes out as the value
+// they name whole, with the record's key and timestamp; SpanParts gives
+// the row's validity and NoPart for an absent path, and panics, failing
+// the call, with more Parts than span paths.
+func TestSpanPartsEmitPartList(t *testing.T) {
+	var open, close, comma Part
+	spans := make([]Part, 2)
+	op := &operator{
+		open: func() error {
+			open, close, comma = PartOf([]byte("<")), PartOf([]byte(">")), PartOf([]byte(","))
+			return Declare([]string{"a"}, []string{"b"})
+		},
+		process: func(r *abi.Record) error {
+			valid := SpanParts(spans)
+			list := []Part{open, spans[0], comma, NoPart, spans[1], close}
+			if !valid {
+				list = list[:1]
+			}
+			EmitPartList(&abi.Record{Key: r.Key, Timestamp: r.Timestamp, Value: []byte("ignored")}, list)
+			list[0] = NoPart // the list is copied: reusing it at once is fine
+			return nil
+		},
+	}
+	h := install(t, op)
+	if st := guest.Open(nil); st != abi.StatusOK {
+		t.Fatalf("Open: %v", h.failures)
+	}
+	recs := []abi.Record{
+		{Key: []byte("k0"), Value: []byte(`{"a":[1,2],"b":"x"}`), Timestamp: 3},
+		{Key: []byte("k1"), Value: []byte(`{"b":7}`), Timestamp: 4},
+		{Key: []byte("k2"), Value: []byte(`[1]`), Timestamp: 5},
+	}
+	if st := guest.Process(h.batch(recs)); st != abi.StatusOK {
+		t.Fatalf("Process: %v", h.failures)
+	}
+	if got, want := strings.Join(h.out, " "), `<[1,2],"x"> <,7> <`; got != want {
+		t.Fatalf("emitted %q, want %q", got, want)
+	}
+	for i, k := range h.keys {
+		if k != fmt.Sprintf("k%d@%d", i, 3+i) {
+			t.Errorf("record %d went out as %q", i, k)
+		}
+	}
+	op.process = func(*abi.Record) error { SpanParts(make([]Part, 3)); return nil }
+	if st := guest.Process(h.batch(recs[:1])); st == abi.StatusOK || !strings.Contains(h.failures[len(h.failures)-1], "Spans of 3 paths, 2 span paths declared") {
+		t.Errorf("SpanParts of 3 paths: status %d, %q", st, h.failures)
 	}
 }

@@ -122,6 +122,9 @@ func TestGoFieldsThroughHost(t *testing.T) {
 				{'E', abi.EncodeFieldList([][]string{{"a"}, {"b", "c"}, {"b"}}),
 					[]string{`{"a":1,"b":{"c":"x"}}`, `{"b":[1],"a":"\u0041"}`, `[1,2]`, `{}`},
 					[]string{`1|1|"x"|{"c":"x"}`, `1|"\u0041"|-|[1]`, `0|-|-|-`, `1|-|-|-`}},
+				{'L', abi.EncodeFieldList([][]string{{"a"}, {"b", "c"}, {"b"}}),
+					[]string{`{"a":1,"b":{"c":"x"}}`, `{"b":[1],"a":"\u0041"}`, `[1,2]`, `{}`},
+					[]string{`1|1|"x"|{"c":"x"}`, `1|"\u0041"|-|[1]`, `0|-|-|-`, `1|-|-|-`}},
 			} {
 				i, err := newInstance(t, append([]byte{c.mode}, c.list...))
 				if err != nil {

@@ -37,6 +37,7 @@ type projector struct {
 	spans   []fields.Part // the current record's spans, one per declared span path
 	numbers bool          // the where field is a number path, row entry len(spans)
 	where   int           // the where field's span for Filter, or -1
+	compare bool          // the where clause compares numbers: Compare, not Filter
 	whole   bool          // no "fields": the value goes out whole
 
 	// The pieces of an output value (projection.Pieces) as Parts, and the
@@ -64,6 +65,7 @@ func (o *projector) Open(config []byte) error {
 	o.spans = make([]fields.Part, len(spans))
 	o.numbers = len(numbers) > 0
 	o.where = p.WhereSpan()
+	o.compare = p.ComparesNumbers()
 	whole, first, next, closing, empty := p.Pieces()
 	o.whole, o.nfields = whole, len(first)
 	for i := range first {
@@ -91,12 +93,18 @@ func (o *projector) Process(r *eddy.Record) error {
 	if o.numbers {
 		x, _ = fields.Number(len(o.spans))
 	}
-	var where []byte
-	if o.where >= 0 {
-		where, _ = fields.Get(o.where)
-	}
-	if !o.p.Filter(where, x) {
-		return nil
+	if o.compare {
+		if !o.p.Compare(x) {
+			return nil
+		}
+	} else {
+		var where []byte
+		if o.where >= 0 {
+			where, _ = fields.Get(o.where)
+		}
+		if !o.p.Filter(where, x) {
+			return nil
+		}
 	}
 	list := o.list[:0]
 	if o.whole {

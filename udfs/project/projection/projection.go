@@ -242,6 +242,16 @@ func (p *Projector) Filter(where []byte, x float64) bool {
 	return p.match(where)
 }
 
+// ComparesNumbers reports whether the where clause compares the where
+// field's number with a constant: then Filter(where, x) is Compare(x).
+func (p *Projector) ComparesNumbers() bool { return p.numberWhere() }
+
+// Compare is Filter for a where clause that compares numbers
+// (ComparesNumbers), given the where field's number x (NaN when there is
+// none). It is small enough for Go to inline into a module's record loop,
+// which Filter is not.
+func (p *Projector) Compare(x float64) bool { return p.compare(x) }
+
 // Pieces returns what ApplyParts builds an output value from, for a
 // module that assembles it itself: whole is true when the value is kept
 // as it is (no "fields"); otherwise the value is first[i] and field i's

@@ -288,3 +288,50 @@ func TestApplySpansNoAllocations(t *testing.T) {
 		t.Errorf("%v allocations per ApplyParts", n)
 	}
 }
+
+// TestCompare: ComparesNumbers holds exactly for the where clauses that
+// compare numbers, and for those Compare(x) is Filter's verdict, NaN (no
+// number) included.
+func TestCompare(t *testing.T) {
+	xs := []float64{math.NaN(), math.Inf(-1), -1, 0, 99.5, 100, 100.5, math.Inf(1)}
+	for _, c := range []struct {
+		config   string
+		compares bool
+		pass     string // the xs that pass, as Compare gives them
+	}{
+		{`{"where":{"field":"a","op":">","value":100}}`, true, "100.5 +Inf"},
+		{`{"where":{"field":"a","op":">=","value":100}}`, true, "100 100.5 +Inf"},
+		{`{"where":{"field":"a","op":"<","value":0}}`, true, "-Inf -1"},
+		{`{"where":{"field":"a","op":"<=","value":0}}`, true, "-Inf -1 0"},
+		{`{"where":{"field":"a","op":"==","value":100}}`, true, "100"},
+		{`{"where":{"field":"a","op":"!=","value":100}}`, true, "-Inf -1 0 99.5 100.5 +Inf"},
+		{`{"where":{"field":"a","op":"==","value":"x"}}`, false, ""},
+		{`{"where":{"field":"a","op":"exists"}}`, false, ""},
+		{`{"fields":["a"]}`, false, ""},
+	} {
+		p, err := Parse([]byte(c.config))
+		if err != nil {
+			t.Fatalf("%s: %v", c.config, err)
+		}
+		if p.ComparesNumbers() != c.compares {
+			t.Errorf("%s: ComparesNumbers %v, want %v", c.config, p.ComparesNumbers(), c.compares)
+			continue
+		}
+		if !c.compares {
+			continue
+		}
+		var pass []string
+		for _, x := range xs {
+			got := p.Compare(x)
+			if want := p.Filter(nil, x); got != want {
+				t.Errorf("%s: Compare(%v) %v, Filter %v", c.config, x, got, want)
+			}
+			if got {
+				pass = append(pass, fmt.Sprint(x))
+			}
+		}
+		if strings.Join(pass, " ") != c.pass {
+			t.Errorf("%s: %q pass, want %q", c.config, pass, c.pass)
+		}
+	}
+}

@@ -51,36 +51,31 @@ func partOf(b []byte) uint64 {
 	return uint64(uintptr(unsafe.Pointer(unsafe.SliceData(b))))&0xFFFFFFFF | uint64(len(b))<<32
 }
 
-// spanParts sets dst[j] to the part of row entry j (entries: 8 bytes a
-// path, u32 offset in batch and u32 length, as the host wrote them), 0
-// when the entry is absent. The entry is the part but for the batch's
-// address, which it adds: one 8-byte load, a compare and a store a path.
-func spanParts(batch, entries []byte, dst []uint64) {
-	if len(entries) < 8*len(dst) {
-		panic("guest: row too short")
-	}
-	base := uint64(uintptr(unsafe.Pointer(unsafe.SliceData(batch))))
-	at := unsafe.Pointer(unsafe.SliceData(entries))
+// spanParts sets dst[j] to the part of row entry j of the row at offset
+// row of batch (after its u32 validity word: 8 bytes a path, u32 offset
+// in batch and u32 length, as the host wrote them), 0 when the entry is
+// absent, and reports whether the validity word is 1. The entry is the
+// part but for the batch's address, which it adds: one 8-byte load, a
+// compare and a store a path, with no bounds check (the callers stay
+// inside the declared span paths of a row of the table RunInput checked).
+func spanParts(batch []byte, row int, dst []uint64) bool {
+	base := unsafe.Pointer(unsafe.SliceData(batch))
+	at := unsafe.Add(base, row+4)
 	for j := range dst {
 		e := *(*uint64)(unsafe.Add(at, 8*j))
 		if uint32(e) == abi.FieldAbsent {
 			dst[j] = 0
 			continue
 		}
-		dst[j] = e + base
+		dst[j] = e + uint64(uintptr(base))
 	}
+	return *(*uint32)(unsafe.Add(base, row)) == 1
 }
 
-// putPartList copies parts into list (abi.PartSize bytes each): in the
-// module's memory, a part is already what the list holds.
-func putPartList(list []byte, parts []uint64) {
-	if len(list) < abi.PartSize*len(parts) {
-		panic("guest: part list too short")
-	}
-	base := unsafe.Pointer(unsafe.SliceData(list))
-	for p, w := range parts {
-		*(*uint64)(unsafe.Add(base, abi.PartSize*p)) = w
-	}
+// rowWord is RowWord's load, with no bounds check: its callers stay
+// inside a row of the table RunInput checked.
+func rowWord(batch []byte, at int) uint64 {
+	return *(*uint64)(unsafe.Add(unsafe.Pointer(unsafe.SliceData(batch)), at))
 }
 
 // partBytes is for the native fallback of EmitPartList, never taken in

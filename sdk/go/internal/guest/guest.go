@@ -144,6 +144,14 @@ func FieldPaths() int { return fieldPaths }
 // RunInput has checked that the whole table lies inside the batch.
 func FieldRow() ([]byte, int) { return fieldBatch, fieldRow }
 
+// Row is FieldRow's offset alone.
+func Row() int { return fieldRow }
+
+// RowWord returns the little-endian word at offset at of the batch being
+// processed, which must lie inside the current record's row (RunInput has
+// checked that the whole field table lies inside the batch).
+func RowWord(at int) uint64 { return rowWord(fieldBatch, at) }
+
 // Emit sends r downstream; see eddy.Emit.
 func Emit(r *abi.Record) {
 	if !emitting {
@@ -197,9 +205,16 @@ func EmitParts(r *abi.Record, parts [][]byte) {
 func PartOf(b []byte) uint64 { return partOf(b) }
 
 // SpanParts sets dst[j] to the part of the current record's span path j,
-// 0 when absent, from the row entries (8 bytes a path) that follow the
-// row's validity word.
-func SpanParts(entries []byte, dst []uint64) { spanParts(fieldBatch, entries, dst) }
+// 0 when absent, and reports whether the row's validity word says the
+// value is one valid JSON object; ok is false, and nothing is set, when
+// there is no current row or dst is longer than paths (the span paths
+// declared).
+func SpanParts(paths int, dst []uint64) (valid, ok bool) {
+	if fieldRow < 0 || len(dst) > paths {
+		return false, false
+	}
+	return spanParts(fieldBatch, fieldRow, dst), true
+}
 
 // EmitPartList is EmitParts for parts made by PartOf and SpanParts: in
 // Wasm, a part is already the (address, length) the list holds, so the
@@ -217,28 +232,25 @@ func EmitPartList(r *abi.Record, parts []uint64) {
 		Emit(&whole)
 		return
 	}
-	list, ok := out.AppendPartList(r, len(parts))
-	if !ok {
-		flush()
-		list, ok = out.AppendPartList(r, len(parts))
-	}
-	if !ok {
-		// A list larger than the whole output buffer goes alone, in a batch
-		// of its own, after the records before it (as Emit's giant records).
-		head := *r
-		head.Value = nil
-		spill = make([]byte, abi.HeaderSize+abi.RecordSize(&head)+abi.PartSize*len(parts))
-		var w abi.Writer
-		w.Reset(spill)
-		if list, ok = w.AppendPartList(r, len(parts)); !ok {
-			panic("eddy: EmitPartList: a part list that fits no batch")
-		}
-		putPartList(list, parts)
-		hostEmit(w.Bytes())
-		spill = nil
+	if out.AppendWords(r, parts) {
 		return
 	}
-	putPartList(list, parts)
+	flush()
+	if out.AppendWords(r, parts) {
+		return
+	}
+	// A list larger than the whole output buffer goes alone, in a batch
+	// of its own, after the records before it (as Emit's giant records).
+	head := *r
+	head.Value = nil
+	spill = make([]byte, abi.HeaderSize+abi.RecordSize(&head)+abi.PartSize*len(parts))
+	var w abi.Writer
+	w.Reset(spill)
+	if !w.AppendWords(r, parts) {
+		panic("eddy: EmitPartList: a part list that fits no batch")
+	}
+	hostEmit(w.Bytes())
+	spill = nil
 }
 
 // Log writes msg to the task log.

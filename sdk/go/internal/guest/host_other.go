@@ -86,8 +86,9 @@ func partBytes(p uint64) []byte {
 	return partTable[uint32(p)-1]
 }
 
-func spanParts(batch, entries []byte, dst []uint64) {
+func spanParts(batch []byte, row int, dst []uint64) bool {
 	le := binary.LittleEndian
+	entries := batch[row+4 : row+4+8*len(dst)]
 	for j := range dst {
 		off := le.Uint32(entries[8*j:])
 		if off == abi.FieldAbsent {
@@ -97,9 +98,10 @@ func spanParts(batch, entries []byte, dst []uint64) {
 		end := int(off) + int(le.Uint32(entries[8*j+4:]))
 		dst[j] = partOf(batch[off:end:end])
 	}
+	return le.Uint32(batch[row:]) == 1
 }
 
-func putPartList([]byte, []uint64) { panic("guest: part lists outside Wasm") }
+func rowWord(batch []byte, at int) uint64 { return binary.LittleEndian.Uint64(batch[at:]) }
 
 func keepParts() { partsKept = len(partTable) }
 func dropParts() { clear(partTable[partsKept:]); partTable = partTable[:partsKept] }

@@ -12,6 +12,8 @@
 //	           and the number in Go's shortest form, or "|-" when absent
 //	'E' list   as 'F', but emit the echo with EmitParts: parts of the
 //	           record's value and constants, which the host gathers
+//	'L' list   as 'E', with Parts: SpanParts, constants made Parts once
+//	           in Open, and EmitPartList
 //
 // Each output value is the status digit, then for each path "|" and the
 // span's bytes, or "|-" when absent; with 'N', the value unchanged. It
@@ -38,6 +40,11 @@ type guest struct {
 	out     []byte
 	spans   [][]byte
 	parts   [][]byte
+
+	// Mode 'L': the spans and the list as Parts, and the constants.
+	spanParts            []fields.Part
+	list                 []fields.Part
+	zero, one, bar, dash fields.Part
 }
 
 // The constant parts of mode 'E'.
@@ -62,6 +69,11 @@ func (g *guest) Open(config []byte) error {
 	g.paths = f.Paths()
 	switch g.mode {
 	case 'F', 'E':
+		return fields.Declare(g.paths...)
+	case 'L':
+		g.spanParts = make([]fields.Part, len(g.paths))
+		g.zero, g.one = fields.PartOf(digits[0:1]), fields.PartOf(digits[1:2])
+		g.bar, g.dash = fields.PartOf(bar), fields.PartOf(dash)
 		return fields.Declare(g.paths...)
 	case 'M':
 		var spans, numbers [][]string
@@ -95,6 +107,9 @@ func (g *guest) echo(r *eddy.Record, key []byte) error {
 	}
 	if g.mode == 'E' {
 		return g.echoParts(r, key)
+	}
+	if g.mode == 'L' {
+		return g.echoPartList(r, key)
 	}
 	g.out = append(g.out[:0], '0')
 	if fields.Valid() {
@@ -154,6 +169,24 @@ func (g *guest) echoParts(r *eddy.Record, key []byte) error {
 	}
 	g.parts = parts
 	fields.EmitParts(&eddy.Record{Key: key, Timestamp: r.Timestamp}, parts...)
+	return nil
+}
+
+// echoPartList is echoParts with Parts: the record's spans by SpanParts
+// and the constants made Parts in Open.
+func (g *guest) echoPartList(r *eddy.Record, key []byte) error {
+	list := append(g.list[:0], g.zero)
+	if fields.SpanParts(g.spanParts) {
+		list[0] = g.one
+	}
+	for _, p := range g.spanParts {
+		if p == fields.NoPart {
+			p = g.dash
+		}
+		list = append(list, g.bar, p)
+	}
+	g.list = list
+	fields.EmitPartList(&eddy.Record{Key: key, Timestamp: r.Timestamp}, list)
 	return nil
 }
 
