@@ -307,8 +307,6 @@ func Open(config []byte) (status int32) {
 	return abi.StatusOK
 }
 
-// process is a method value made once, so that Process does not allocate.
-
 // BatchOperator is implemented by a registered operator that takes each
 // input batch whole instead of record by record: package window's (a
 // window function needs the window's descriptor and all its elements at
