@@ -56,6 +56,7 @@ type generatorConfig struct {
 	intervalNs   uint64
 	disorderMs   uint64
 	lateFraction float64
+	realtime     bool           // paced by event time, not by rate
 	nexmark      nexmark.Config // kind nexmark only
 }
 
@@ -128,10 +129,18 @@ func newGeneratorConfig(spec *jobspec.GeneratorSpec) (generatorConfig, error) {
 	switch d := spec.Interval.D(); {
 	case d < 0:
 		return bad("interval is %v, want > 0", d)
+	case d > 0 && spec.Realtime && spec.Rate > 0:
+		return bad("realtime with both rate (%v/s) and interval (%v): give one, the other follows", spec.Rate, d)
 	case d > 0:
 		interval = d
+	case spec.Realtime && spec.Rate > 0:
+		interval = max(time.Duration(float64(time.Second)/spec.Rate), 1)
 	}
 	c.intervalNs = uint64(interval)
+	if c.realtime = spec.Realtime; c.realtime {
+		// The schedule paces; a rate would pace a second time.
+		c.rate = 0
+	}
 
 	if d := spec.Disorder.D(); d < 0 {
 		return bad("disorder is %v, want ≥ 0", d)
@@ -203,6 +212,7 @@ type generator struct {
 	left   uint64 // records this subtask still has to produce (bounded only)
 	total  uint64 // records this subtask produces in all (bounded only)
 	pacer  *pacer
+	sched  *schedule // realtime only, in place of pacer
 	seedRn uint64 // mixed seed: record streams of nearby seeds are unrelated
 	key    []byte // reused per record: Batch.Add copies
 	value  []byte
@@ -233,6 +243,9 @@ func (g *generator) Open(ctx context.Context, info stream.TaskInfo) error {
 		g.done = g.left == 0
 	}
 	g.pacer = newPacer(g.cfg.rate / float64(parallelism))
+	if g.cfg.realtime {
+		g.sched = newSchedule(g.cfg.startMs, g.cfg.intervalNs, g.step)
+	}
 	g.key = make([]byte, 0, 32)
 	g.value = make([]byte, 0, 160)
 	g.spare = 512
@@ -269,7 +282,13 @@ func (g *generator) Next(ctx context.Context, b *stream.Batch, limit int) error 
 	if g.cfg.count > 0 {
 		n = min(n, g.left)
 	}
-	taken, err := g.pacer.take(ctx, int(n))
+	var taken int
+	var err error
+	if g.sched != nil {
+		taken, err = g.sched.take(ctx, g.next, int(n))
+	} else {
+		taken, err = g.pacer.take(ctx, int(n))
+	}
 	if err != nil {
 		return err
 	}

@@ -39,6 +39,7 @@ func TestGeneratorSpecErrors(t *testing.T) {
 		{"negative disorder", jobspec.GeneratorSpec{Kind: "transactions", Disorder: jobspec.Duration(-time.Second)}, "disorder is -1s"},
 		{"late fraction above 1", jobspec.GeneratorSpec{Kind: "transactions", Disorder: jobspec.Duration(time.Second), LateFraction: 1.5}, "late_fraction is 1.5"},
 		{"late fraction without disorder", jobspec.GeneratorSpec{Kind: "transactions", LateFraction: 0.1}, "late_fraction needs a disorder"},
+		{"realtime with rate and interval", jobspec.GeneratorSpec{Kind: "sequence", Realtime: true, Rate: 100, Interval: jobspec.Duration(time.Millisecond)}, "realtime with both rate"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -414,6 +415,161 @@ func TestPacerBurstIsCapped(t *testing.T) {
 	}
 	if n > 100 {
 		t.Fatalf("after an hour idle took %d records at once, want at most 100", n)
+	}
+}
+
+// realtimeGenerator opens subtask i of p of a realtime generator whose
+// schedule runs on clock.
+func realtimeGenerator(t *testing.T, spec jobspec.GeneratorSpec, i, p int, clock *fakeClock) *generator {
+	t.Helper()
+	spec.Realtime = true
+	src, err := Registry{}.NewSource(genSpec(spec), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := src.(*generator)
+	if err := g.Open(context.Background(), stream.TaskInfo{Subtask: i, Parallelism: p}); err != nil {
+		t.Fatal(err)
+	}
+	if g.sched == nil {
+		t.Fatal("realtime generator has no schedule")
+	}
+	g.sched.now, g.sched.sleep = clock.Now, clock.Sleep
+	return g
+}
+
+// A realtime generator produces record n no earlier than start + n×interval
+// on the wall clock, whatever the parallelism; a rate with no interval
+// sets the interval, and the pacer takes no part.
+func TestGeneratorRealtimeNeverEarly(t *testing.T) {
+	start := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name     string
+		spec     jobspec.GeneratorSpec
+		p        int
+		interval time.Duration
+	}{
+		{"interval 1ms", jobspec.GeneratorSpec{Kind: "sequence", Count: 3000, Interval: jobspec.Duration(time.Millisecond)}, 1, time.Millisecond},
+		{"rate 20k/s over 2 subtasks", jobspec.GeneratorSpec{Kind: "sequence", Count: 20000, Rate: 20000}, 2, 50 * time.Microsecond},
+		{"nexmark 10k/s over 3 subtasks", jobspec.GeneratorSpec{Kind: "nexmark", Count: 9000, Rate: 10000}, 3, 100 * time.Microsecond},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.spec.Start = start.Format(time.RFC3339Nano)
+			total := 0
+			for i := range tc.p {
+				// The job starts a second before the first record is due.
+				clock := &fakeClock{now: start.Add(-time.Second)}
+				g := realtimeGenerator(t, tc.spec, i, tc.p, clock)
+				if g.pacer.rate != 0 {
+					t.Fatalf("pacer rate %v beside the schedule", g.pacer.rate)
+				}
+				b := stream.NewBatch(512)
+				n, calls := uint64(i), 0
+				for {
+					b.Reset()
+					err := g.Next(context.Background(), b, 512)
+					calls++
+					if b.Len() == 0 && err == nil {
+						t.Fatal("Next returned no records and no error")
+					}
+					// The newest record of the batch was due by now.
+					n += uint64(b.Len()) * uint64(tc.p)
+					if b.Len() > 0 {
+						last := n - uint64(tc.p)
+						if due := start.Add(time.Duration(last) * tc.interval); clock.now.Before(due) {
+							t.Fatalf("subtask %d: record %d produced at %v, due at %v", i, last, clock.now, due)
+						}
+					}
+					total += b.Len()
+					if errors.Is(err, io.EOF) {
+						break
+					}
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				// Its last record fell due at the end of the schedule, and
+				// the clock stopped there, not a batch later.
+				end := start.Add(time.Duration(n-uint64(tc.p)) * tc.interval)
+				if got := clock.now.Sub(end); got < 0 || got > 20*time.Millisecond {
+					t.Fatalf("subtask %d ended %v after its last record fell due, want 0..20ms", i, got)
+				}
+				if clock.sleeps > calls {
+					t.Fatalf("%d sleeps for %d Next calls", clock.sleeps, calls)
+				}
+			}
+			if total != int(tc.spec.Count) {
+				t.Fatalf("%d records, want %d", total, tc.spec.Count)
+			}
+		})
+	}
+}
+
+// A realtime generator held back (backpressure, a checkpoint, a slow
+// operator) catches up on everything that fell due meanwhile, without
+// sleeping: unlike the rate pacer's bucket nothing is dropped, so event
+// time keeps to the wall clock and the hold-up shows as latency.
+func TestGeneratorRealtimeCatchesUp(t *testing.T) {
+	start := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	clock := &fakeClock{now: start}
+	spec := jobspec.GeneratorSpec{Kind: "sequence", Start: start.Format(time.RFC3339Nano), Interval: jobspec.Duration(time.Millisecond)}
+	g := realtimeGenerator(t, spec, 1, 2, clock)
+	b := stream.NewBatch(1024)
+	if err := g.Next(context.Background(), b, 1024); err != nil {
+		t.Fatal(err)
+	}
+	// Held back for 10 s: 5000 of this subtask's records fell due.
+	clock.now = clock.now.Add(10 * time.Second)
+	sleeps, produced := clock.sleeps, 0
+	for produced < 5000 {
+		b.Reset()
+		if err := g.Next(context.Background(), b, 1024); err != nil {
+			t.Fatal(err)
+		}
+		if clock.sleeps != sleeps {
+			t.Fatalf("slept with %d records due", 5000-produced)
+		}
+		if produced < 4096 && b.Len() != 1024 {
+			t.Fatalf("caught up %d records in a Next of 1024 with %d due", b.Len(), 5000-produced)
+		}
+		produced += b.Len()
+	}
+	// The next record is not due yet: Next waits for it rather than
+	// running ahead of the clock.
+	b.Reset()
+	if err := g.Next(context.Background(), b, 1024); err != nil {
+		t.Fatal(err)
+	}
+	if clock.sleeps == sleeps {
+		t.Fatal("produced records ahead of their due time without sleeping")
+	}
+	var rec struct{ Seq uint64 }
+	if err := json.Unmarshal(b.Records[0].Value, &rec); err != nil {
+		t.Fatal(err)
+	}
+	if due := start.Add(time.Duration(rec.Seq) * time.Millisecond); clock.now.Before(due) {
+		t.Fatalf("record %d produced at %v, due at %v", rec.Seq, clock.now, due)
+	}
+}
+
+// Cancelling the context stops a realtime generator waiting for a start
+// an hour away.
+func TestGeneratorRealtimeHonoursCancel(t *testing.T) {
+	start := time.Now().Add(time.Hour)
+	spec := jobspec.GeneratorSpec{Kind: "sequence", Start: start.Format(time.RFC3339Nano)}
+	spec.Realtime = true
+	src, err := Registry{}.NewSource(genSpec(spec), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Open(context.Background(), stream.TaskInfo{Subtask: 0, Parallelism: 1}); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	b := stream.NewBatch(16)
+	if err := src.Next(ctx, b, 16); !errors.Is(err, context.DeadlineExceeded) || b.Len() != 0 {
+		t.Fatalf("Next = %v with %d records, want the deadline and none", err, b.Len())
 	}
 }
 

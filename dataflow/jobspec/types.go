@@ -240,6 +240,15 @@ type GeneratorSpec struct {
 	// Nexmark tunes the Nexmark model (kind nexmark only); zero fields
 	// keep Nexmark's defaults.
 	Nexmark *NexmarkSpec `yaml:"nexmark"`
+	// Realtime paces the source by event time instead of by Rate: record
+	// n is produced no earlier than Start + n×Interval on the wall clock,
+	// and a source held back catches up on what fell due meanwhile, as a
+	// backlog in a log would be read (Nexmark's generator paces so). A
+	// record's event time then tells when it entered the job, so sinks
+	// measure end-to-end latency from it. A Rate with no Interval sets the
+	// interval to 1s/Rate; giving both is refused. A Start in the past is
+	// a backlog produced as fast as possible.
+	Realtime bool `yaml:"realtime"`
 }
 
 // NexmarkSpec is the Nexmark model's configuration (GeneratorConfig of
