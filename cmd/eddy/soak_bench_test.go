@@ -30,16 +30,20 @@ import (
 // much each moved; it fails if the job restarted, failed, or stopped
 // producing results or completing checkpoints.
 //
-// Latency is the time from the moment a window's end passes on the wall
-// clock to its result's arrival at the sink (the worker's stdout, read
-// here line by line as it is written). The generator's event time runs
-// with the wall clock: record n has event time start + n/rate, and the
-// paced source produces it n/rate after the job started, so a window
-// ending at event time E ends on the wall clock at origin + (E − start),
-// where origin is when the source started on the wall clock, derived from
-// the first sample's produced records (see soak).
-// The latency so includes the watermark's bound of out-of-orderness
-// (soakOutOfOrder), the buffer timeout and the window's firing.
+// The paced source is a realtime generator: record n has event time
+// start + n/rate and is produced no earlier than that on the wall clock,
+// and a source held back catches up on what fell due meanwhile rather
+// than dropping it, so event time stays the wall clock and a pipeline
+// that falls behind shows as latency. Latency is the time from the moment
+// a window's end E passes on the wall clock to its result's arrival at
+// the sink (the worker's stdout, read here line by line as it is
+// written): arrival − E. It so includes the watermark's bound of
+// out-of-orderness (soakOutOfOrder: the window fires once a record
+// 200 ms past its end is read), the buffer timeout and the window's
+// firing. To say where latency goes, every sample also reads each
+// task's metrics: how far each source subtask is behind its schedule,
+// how far each window subtask's watermark is behind the wall clock, and
+// each task's backpressure.
 //
 // It is skipped unless $EDDY_SOAK_FOR is set: the run takes that long.
 func BenchmarkSoak(b *testing.B) {
@@ -87,7 +91,7 @@ checkpoint: {interval: 10s, storage: "file://$OUT/checkpoints"}
 nodes:
   - name: txns
     source:
-      generator: {kind: transactions, count: COUNT, rate: RATE, cards: 1000, seed: 11, start: "START", interval: INTERVAL}
+      generator: {kind: transactions, count: COUNT, rate: RATE, cards: 1000, seed: 11, start: "START", interval: INTERVAL, realtime: REALTIME}
     event_time: {max_out_of_orderness: OOO}
   - name: stats
     input: txns
@@ -241,14 +245,15 @@ func (p *soakProc) rssBytes(b *testing.B) int64 {
 }
 
 // submit submits the job and returns its id and when it was first seen
-// RUNNING.
-func (s *soakCluster) submit(b *testing.B, count int64, rate float64, start time.Time) (string, time.Time) {
+// RUNNING. An interval of 0 runs the source unpaced with event times
+// 50 µs apart; else it is realtime, one record per interval.
+func (s *soakCluster) submit(b *testing.B, interval time.Duration, start time.Time) (string, time.Time) {
 	b.Helper()
-	interval := time.Duration(float64(time.Second) / max(rate, 1))
-	if rate == 0 {
+	realtime := interval > 0
+	if !realtime {
 		interval = 50 * time.Microsecond
 	}
-	text := strings.NewReplacer("COUNT", strconv.FormatInt(count, 10), "RATE", strconv.FormatFloat(rate, 'f', 0, 64),
+	text := strings.NewReplacer("COUNT", "0", "RATE", "0", "REALTIME", strconv.FormatBool(realtime),
 		"START", start.UTC().Format(time.RFC3339Nano), "INTERVAL", strconv.FormatInt(int64(interval), 10)+"ns",
 		"OOO", soakOutOfOrder.String()).Replace(soakSpec)
 	spec, _ := inlineSpec(b, text)
@@ -274,11 +279,11 @@ func (s *soakCluster) submit(b *testing.B, count int64, rate float64, start time
 // window firings and backpressure of that stretch), then cancels it.
 func (s *soakCluster) maxRate(b *testing.B, warm, measure time.Duration) float64 {
 	b.Helper()
-	id, _ := s.submit(b, 0, 0, time.Now())
+	id, _ := s.submit(b, 0, time.Now())
 	time.Sleep(warm)
-	from, t0 := s.status(b, id).produced, time.Now()
+	from, t0 := s.status(b, id).produced(), time.Now()
 	time.Sleep(measure)
-	to, t1 := s.status(b, id).produced, time.Now()
+	to, t1 := s.status(b, id).produced(), time.Now()
 	if r := s.c.eddyOK(b, "job cancel", id); r.code != 0 {
 		b.Fatal(r.stderr)
 	}
@@ -297,23 +302,25 @@ func (s *soakCluster) maxRate(b *testing.B, warm, measure time.Duration) float64
 
 // soakMinute is what one minute of the soak measured.
 type soakMinute struct {
-	rss       map[string][]int64 // process → samples
-	latencies []time.Duration
-	// produced is the latency from when the source actually produced a
-	// window's end rather than from its schedule: what the pipeline adds,
-	// without the source's lag behind its schedule (behind).
-	produced    []time.Duration
+	rss         map[string][]int64 // process → samples
+	latencies   []time.Duration
 	checkpoints []time.Duration
-	// behind is how far the source was behind its schedule at each
-	// sample: the records it should have produced by then at the rate
-	// and did not, in seconds of the rate.
-	behind []time.Duration
+	// behind is, per source subtask, how far it was behind its schedule
+	// at each sample: the sample's time less the due time of the newest
+	// record it had produced (by its metrics, which are up to a heartbeat
+	// old).
+	behind map[string][]time.Duration
+	// watermarkLag is, per window subtask, the sample's time less its
+	// watermark: at least soakOutOfOrder plus the source's lag.
+	watermarkLag map[string][]time.Duration
+	backpressure map[string][]float64 // task → samples of its ratio
 }
 
 type soakResult struct {
 	rate         float64
 	d            time.Duration
 	names        []string
+	tasks        []string
 	first, last  soakMinute
 	results      int
 	checkpointed int
@@ -324,27 +331,29 @@ type soakSampled struct {
 	at       time.Time
 	rss      map[string]int64
 	arrivals []soakArrival
-	produced uint64 // records the source subtasks produced so far
+	tasks    map[string]soakTask
 }
 
 // soak runs the paced job for d, sampling every soakSample, and returns
-// the first and the last minute.
-//
-// The latencies need when the source started on the wall clock (origin):
-// record n is due at origin + n/rate. The first sample gives it: the
-// source had produced P records by then, so origin = then − P/rate, to
-// within the pacer's burst (100 ms) if it kept up so far.
+// the first and the last minute. The source's schedule starts a few
+// seconds after the submission, so that deployment does not count as
+// the source falling behind.
 func (s *soakCluster) soak(b *testing.B, rate float64, d time.Duration) *soakResult {
 	b.Helper()
-	start := time.Now()
-	id, running := s.submit(b, 0, rate, start)
-	res := &soakResult{rate: rate, d: d}
+	interval := max(time.Duration(float64(time.Second)/rate), 1)
+	start := time.Now().Add(5 * time.Second).Truncate(time.Millisecond)
+	id, running := s.submit(b, interval, start)
+	res := &soakResult{rate: float64(time.Second) / float64(interval), d: d}
 	for _, p := range s.procs {
 		res.names = append(res.names, p.name)
 	}
 	var samples []soakSampled
 	seen := map[time.Time]soakCheckpoint{}
-	end := running.Add(d)
+	origin := start
+	if running.After(start) {
+		origin = running
+	}
+	end := origin.Add(d)
 	for time.Now().Before(end) {
 		time.Sleep(min(soakSample, time.Until(end)))
 		sm := soakSampled{at: time.Now(), rss: map[string]int64{}}
@@ -356,7 +365,7 @@ func (s *soakCluster) soak(b *testing.B, rate float64, d time.Duration) *soakRes
 		if st.state != "JOB_STATE_RUNNING" || st.attempt != 1 {
 			b.Fatalf("soak job is %s (attempt %d) after %v", st.state, st.attempt, time.Since(running).Round(time.Second))
 		}
-		sm.produced = st.produced
+		sm.tasks = st.tasks
 		for _, cp := range st.checkpoints {
 			seen[cp.triggered] = cp
 		}
@@ -365,10 +374,10 @@ func (s *soakCluster) soak(b *testing.B, rate float64, d time.Duration) *soakRes
 	if r := s.c.eddyOK(b, "job cancel", id); r.code != 0 {
 		b.Fatal(r.stderr)
 	}
-	if samples[0].produced == 0 {
-		b.Fatalf("the source produced nothing in the first %v", soakSample)
+	for t := range samples[len(samples)-1].tasks {
+		res.tasks = append(res.tasks, t)
 	}
-	origin := samples[0].at.Add(-time.Duration(float64(samples[0].produced) / rate * float64(time.Second)))
+	slices.Sort(res.tasks)
 	first, last := newSoakMinute(), newSoakMinute()
 	firstEnd, lastStart := origin.Add(time.Minute), end.Add(-time.Minute)
 	for _, sm := range samples {
@@ -383,13 +392,19 @@ func (s *soakCluster) soak(b *testing.B, rate float64, d time.Duration) *soakRes
 				m.m.rss[name] = append(m.m.rss[name], v)
 			}
 			for _, a := range sm.arrivals {
-				ends := origin.Add(time.Duration(a.windowEnd-start.UnixMilli()) * time.Millisecond)
-				m.m.latencies = append(m.m.latencies, a.at.Sub(ends))
-				n := float64(a.windowEnd-start.UnixMilli()) / 1000 * rate
-				m.m.produced = append(m.m.produced, a.at.Sub(producedAt(origin, samples, n)))
+				m.m.latencies = append(m.m.latencies, a.at.Sub(time.UnixMilli(a.windowEnd)))
 			}
-			due := sm.at.Sub(origin).Seconds() * rate
-			m.m.behind = append(m.m.behind, time.Duration((due-float64(sm.produced))/rate*float64(time.Second)))
+			for name, t := range sm.tasks {
+				m.m.backpressure[name] = append(m.m.backpressure[name], t.backpressure)
+				switch {
+				case strings.HasPrefix(name, "txns["):
+					if lag, ok := sourceBehind(sm.at, start, interval, name, t.recordsIn, len(sm.tasks)); ok {
+						m.m.behind[name] = append(m.m.behind[name], lag)
+					}
+				case strings.HasPrefix(name, "stats[") && t.watermarkMs > 0:
+					m.m.watermarkLag[name] = append(m.m.watermarkLag[name], sm.at.Sub(time.UnixMilli(t.watermarkMs)))
+				}
+			}
 		}
 		res.results += len(sm.arrivals)
 	}
@@ -411,25 +426,26 @@ func (s *soakCluster) soak(b *testing.B, rate float64, d time.Duration) *soakRes
 	return res
 }
 
-// producedAt is when the source had produced n records, interpolated
-// between the samples of its count (origin counts as 0); after the last
-// sample, at the pace of the last two.
-func producedAt(origin time.Time, samples []soakSampled, n float64) time.Time {
-	at, count := origin, 0.0
-	for i, sm := range samples {
-		c := float64(sm.produced)
-		if c >= n || i == len(samples)-1 {
-			if c == count {
-				return sm.at
-			}
-			return at.Add(time.Duration((n - count) / (c - count) * float64(sm.at.Sub(at))))
-		}
-		at, count = sm.at, c
+// sourceBehind is how far source subtask task ("txns[i]") was behind its
+// schedule at at, having produced n records: subtask i of p produces
+// records i, i+p, …, record k due at start + k×interval. Only
+// the txns subtasks count towards p, which sourceBehind finds from
+// tasks, the number of all tasks: the job has p txns, p stats and one
+// out.
+func sourceBehind(at, start time.Time, interval time.Duration, task string, n uint64, tasks int) (time.Duration, bool) {
+	i, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(task, "txns["), "]"))
+	p := (tasks - 1) / 2
+	if err != nil || n == 0 || p < 1 {
+		return 0, false
 	}
-	return at
+	newest := uint64(i) + (n-1)*uint64(p)
+	return at.Sub(start.Add(time.Duration(newest) * interval)), true
 }
 
-func newSoakMinute() soakMinute { return soakMinute{rss: map[string][]int64{}} }
+func newSoakMinute() soakMinute {
+	return soakMinute{rss: map[string][]int64{}, behind: map[string][]time.Duration{},
+		watermarkLag: map[string][]time.Duration{}, backpressure: map[string][]float64{}}
+}
 
 type soakCheckpoint struct {
 	triggered time.Time
@@ -440,8 +456,26 @@ type soakCheckpoint struct {
 type soakStatus struct {
 	state       string
 	attempt     int
-	produced    uint64 // records out of the source subtasks
+	tasks       map[string]soakTask
 	checkpoints []soakCheckpoint
+}
+
+// produced is the records the source subtasks produced.
+func (st soakStatus) produced() uint64 {
+	var n uint64
+	for name, t := range st.tasks {
+		if strings.HasPrefix(name, "txns[") {
+			n += t.recordsIn
+		}
+	}
+	return n
+}
+
+// soakTask is what the soak reads of a task's metrics.
+type soakTask struct {
+	recordsIn    uint64 // a source's: records it produced
+	watermarkMs  int64
+	backpressure float64
 }
 
 // status reads the job's status from the REST API: its completed
@@ -472,7 +506,9 @@ func (s *soakCluster) status(b *testing.B, id string) soakStatus {
 		Tasks []struct {
 			TaskID  string `json:"taskId"`
 			Metrics struct {
-				RecordsIn string `json:"recordsIn"`
+				RecordsIn         string  `json:"recordsIn"`
+				WatermarkMs       string  `json:"watermarkMs"`
+				BackpressureRatio float64 `json:"backpressureRatio"`
 			} `json:"metrics"`
 		} `json:"tasks"`
 		Checkpoints []struct {
@@ -484,12 +520,11 @@ func (s *soakCluster) status(b *testing.B, id string) soakStatus {
 	if err := json.Unmarshal(raw, &st); err != nil || resp.StatusCode != 200 {
 		b.Fatalf("GET /v1/jobs/%s: status %d, %v", id, resp.StatusCode, err)
 	}
-	out := soakStatus{state: st.Job.State, attempt: st.Job.Attempt}
+	out := soakStatus{state: st.Job.State, attempt: st.Job.Attempt, tasks: map[string]soakTask{}}
 	for _, t := range st.Tasks {
-		if strings.HasPrefix(t.TaskID, "txns[") { // the source's subtasks
-			n, _ := strconv.ParseUint(t.Metrics.RecordsIn, 10, 64)
-			out.produced += n
-		}
+		n, _ := strconv.ParseUint(t.Metrics.RecordsIn, 10, 64)
+		wm, _ := strconv.ParseInt(t.Metrics.WatermarkMs, 10, 64)
+		out.tasks[t.TaskID] = soakTask{recordsIn: n, watermarkMs: wm, backpressure: t.Metrics.BackpressureRatio}
 	}
 	for _, c := range st.Checkpoints {
 		if c.State != "CHECKPOINT_STATE_COMPLETED" {
@@ -520,10 +555,19 @@ func (r *soakResult) print() {
 	a, b := pct(r.first.latencies, 99), pct(r.last.latencies, 99)
 	fmt.Printf("  p50 latency          %8.0f ms  → %8.0f ms\n", ms(pct(r.first.latencies, 50)), ms(pct(r.last.latencies, 50)))
 	fmt.Printf("  p99 latency          %8.0f ms  → %8.0f ms   (%s; %d and %d results)\n", ms(a), ms(b), change(ms(a), ms(b)), len(r.first.latencies), len(r.last.latencies))
-	a, b = pct(r.first.produced, 99), pct(r.last.produced, 99)
-	fmt.Printf("  p99 from production  %8.0f ms  → %8.0f ms   (%s; the latency from when the source produced a window's end, without its lag)\n", ms(a), ms(b), change(ms(a), ms(b)))
-	a, b = meanDur(r.first.behind), meanDur(r.last.behind)
-	fmt.Printf("  source behind        %8.0f ms  → %8.0f ms   (its schedule at the rate, mean of the samples)\n", ms(a), ms(b))
+	for _, t := range r.tasks {
+		if v := r.first.behind[t]; len(v) > 0 {
+			fmt.Printf("  %-9s behind      %8.0f ms  → %8.0f ms   (its schedule, mean of the samples; max %.0f → %.0f)\n", t,
+				ms(meanDur(v)), ms(meanDur(r.last.behind[t])), ms(slices.Max(v)), ms(maxDur(r.last.behind[t])))
+		}
+		if v := r.first.watermarkLag[t]; len(v) > 0 {
+			fmt.Printf("  %-9s watermark   %8.0f ms  → %8.0f ms   (behind the wall clock, mean of the samples)\n", t,
+				ms(meanDur(v)), ms(meanDur(r.last.watermarkLag[t])))
+		}
+	}
+	for _, t := range r.tasks {
+		fmt.Printf("  %-9s backpressure %7.2f     → %8.2f\n", t, meanFloat(r.first.backpressure[t]), meanFloat(r.last.backpressure[t]))
+	}
 	a, b = meanDur(r.first.checkpoints), meanDur(r.last.checkpoints)
 	fmt.Printf("  checkpoint duration  %8.0f ms  → %8.0f ms   (%s; mean of %d and %d)\n", ms(a), ms(b), change(ms(a), ms(b)), len(r.first.checkpoints), len(r.last.checkpoints))
 }
@@ -552,14 +596,32 @@ func pct(v []time.Duration, p int) time.Duration {
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// TestProducedAt: the soak's production clock interpolates between its
-// samples and extrapolates past the last at the last pace.
-func TestProducedAt(t *testing.T) {
-	o := time.Unix(1000, 0)
-	samples := []soakSampled{{at: o.Add(5 * time.Second), produced: 500}, {at: o.Add(10 * time.Second), produced: 1500}}
-	for n, want := range map[float64]time.Duration{0: 0, 250: 2500 * time.Millisecond, 1000: 7500 * time.Millisecond, 2000: 12500 * time.Millisecond} {
-		if got := producedAt(o, samples, n).Sub(o); got != want {
-			t.Errorf("producedAt(%v) = %v, want %v", n, got, want)
-		}
+func maxDur(v []time.Duration) time.Duration {
+	if len(v) == 0 {
+		return 0
+	}
+	return slices.Max(v)
+}
+
+func meanFloat(v []float64) float64 {
+	var s float64
+	for _, x := range v {
+		s += x
+	}
+	return s / float64(max(len(v), 1))
+}
+
+// TestSourceBehind: the soak finds a source subtask's newest record from
+// its count and the parallelism.
+func TestSourceBehind(t *testing.T) {
+	start := time.Unix(1000, 0)
+	// Subtask 1 of 2 produced 10 records: 1, 3, …, 19, the newest due at
+	// start + 19 ms; 5 tasks are 2 txns, 2 stats and out.
+	got, ok := sourceBehind(start.Add(25*time.Millisecond), start, time.Millisecond, "txns[1]", 10, 5)
+	if !ok || got != 6*time.Millisecond {
+		t.Fatalf("sourceBehind = %v, %v; want 6ms", got, ok)
+	}
+	if _, ok := sourceBehind(start, start, time.Millisecond, "txns[0]", 0, 5); ok {
+		t.Fatal("a subtask that produced nothing has no newest record")
 	}
 }
