@@ -213,8 +213,8 @@ type generator struct {
 	total  uint64 // records this subtask produces in all (bounded only)
 	pacer  *pacer
 	sched  *schedule // realtime only, in place of pacer
-	seedRn uint64 // mixed seed: record streams of nearby seeds are unrelated
-	key    []byte // reused per record: Batch.Add copies
+	seedRn uint64    // mixed seed: record streams of nearby seeds are unrelated
+	key    []byte    // reused per record: Batch.Add copies
 	value  []byte
 	nx     *nexmark.Generator // kind nexmark: built by Open
 	spare  int                // kind nexmark: arena room asked for an event
