@@ -153,6 +153,58 @@ func TestEddyTest(t *testing.T) {
 			name: "two kinds in one event", args: []string{fixture("project-c"), "--events", "--cache-dir", ""}, stdin: "{\"watermark\":1,\"processing_time\":1}\n",
 			code: 1, stderrLine: true, stderrHas: []string{"input stdin:1: a watermark or processing_time event has no other field"},
 		},
+		{
+			// A two-input module sees the events in the file's order: each
+			// record joins what the other input had before it; a watermark
+			// of one input alone does not move the module's (the lower of
+			// the two), a watermark without an input moves both.
+			name: "two inputs", args: []string{fixture("regular-join-c"), "--events", "--key-by", "record_key", "--config", `{"report_at":1000}`, "--cache-dir", ""},
+			stdin: `{"key":"a","value":{"p":1},"timestamp":1,"input":0}
+{"key":"a","value":{"x":1},"timestamp":2,"input":1}
+{"key":"a","value":{"p":2},"timestamp":3}
+{"watermark":2000,"input":0}
+{"key":"a","value":{"x":2},"timestamp":4,"input":1}
+{"watermark":2000}
+{"key":"b","value":{"x":3},"timestamp":5,"input":1}
+`,
+			stdout: `{"key":"a","value":{"left":{"p":1},"right":{"x":1}},"timestamp":2}
+{"key":"a","value":{"left":{"p":2},"right":{"x":1}},"timestamp":3}
+{"key":"a","value":{"left":{"p":1},"right":{"x":2}},"timestamp":4}
+{"key":"a","value":{"left":{"p":2},"right":{"x":2}},"timestamp":4}
+{"key":"a","value":{"key":"a","left":2,"right":2},"timestamp":1000}
+{"key":"b","value":{"key":"b","left":0,"right":1},"timestamp":1000}
+`,
+		},
+		{
+			// A key field per input: l of input 0's records, r of input 1's.
+			name: "two inputs, a key each", args: []string{fixture("regular-join-go"), "--events", "--key-by", "l,r", "--cache-dir", ""},
+			stdin: `{"value":{"l":"a"},"input":0}
+{"value":{"l":"b"},"input":0}
+{"value":{"r":"b"},"input":1}
+`,
+			stdout: `{"key":"b","value":{"left":{"l":"b"},"right":{"r":"b"}}}
+`,
+		},
+		{
+			name: "two inputs without events", args: []string{fixture("regular-join-go"), "--key-by", "card", "--cache-dir", ""}, stdin: "{\"card\":\"a\"}\n",
+			code: 2, stderrHas: []string{"is a two-input operator: give it --events"},
+		},
+		{
+			name: "two inputs without a key", args: []string{fixture("regular-join-go"), "--events", "--cache-dir", ""}, stdin: "{\"value\":1}\n",
+			code: 1, stderrLine: true, stderrHas: []string{"is a two-input operator: it runs keyed, add --key-by FIELD"},
+		},
+		{
+			name: "input 2", args: []string{fixture("regular-join-go"), "--events", "--key-by", "card", "--cache-dir", ""}, stdin: "{\"value\":1,\"input\":2}\n",
+			code: 1, stderrLine: true, stderrHas: []string{`input stdin:1: "input": 2: an input is 0 or 1`},
+		},
+		{
+			name: "input 1 of a one-input module", args: []string{fixture("project-c"), "--events", "--cache-dir", ""}, stdin: "{\"value\":1,\"input\":1}\n",
+			code: 1, stderrLine: true, stderrHas: []string{`an event names "input": 1, but the module is a one-input operator`},
+		},
+		{
+			name: "processing time of an input", args: []string{fixture("regular-join-go"), "--events", "--key-by", "card", "--cache-dir", ""}, stdin: "{\"processing_time\":1,\"input\":1}\n",
+			code: 1, stderrLine: true, stderrHas: []string{`input stdin:1: a processing_time event names no input`},
+		},
 		{name: "no module", args: []string{"--key-by", "x"}, code: 2, stderrHas: []string{"which module?"}},
 		{name: "missing input", args: []string{fixture("project-c"), "--input", filepath.Join(dir, "nope.jsonl")}, code: 1, stderrHas: []string{"input: open"}},
 	} {

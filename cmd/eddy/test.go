@@ -28,8 +28,12 @@ is JSON, else as a string; key and timestamp left out when absent).
 Input lines are record values; with --events they are records in the
 output's format, explicit watermarks {"watermark":MS} or processing-time
 advances {"processing_time":MS} (processing time starts at 0 and moves
-only so, firing the processing-time timers due). The guest's log
-lines go to stderr. A trap or a failure prints the job's one-line error
+only so, firing the processing-time timers due). A two-input module
+(ABI version 5) reads --events: each record and watermark names its
+input, "input": 0 or 1 (a record without one is input 0's, a watermark
+without one both inputs'), and the module sees the events in the
+file's order; --key-by FIELD keys both inputs, FIELD_0,FIELD_1 each its
+own. The guest's log lines go to stderr. A trap or a failure prints the job's one-line error
 and exits 1; --expect FILE compares the output with FILE (the same
 format; spacing inside values aside) and exits 1 on a difference.
 
@@ -49,13 +53,13 @@ func cmdTest(args []string, stdout, stderr io.Writer) error {
 	}
 	var (
 		input    = fs.String("input", "-", "JSON-lines input file, one record value a line (- for stdin)")
-		keyBy    = fs.String("key-by", "", "key the module's node by this top-level JSON field (or record_key)")
+		keyBy    = fs.String("key-by", "", "key the module's node by this top-level JSON field (or record_key); a two-input module's by FIELD or FIELD_0,FIELD_1")
 		evtTime  = fs.String("event-time", "", "take each record's timestamp from this JSON field (ms) and derive watermarks")
 		ooo      = fs.Duration("max-out-of-orderness", 0, "how far behind the largest timestamp the watermark stays (with --event-time)")
 		config   = fs.String("config", "{}", "the module's configuration, a JSON object")
 		win      = fs.String("window", "", "run in a window: 'tumbling 1m', 'sliding 10m 1m', 'session 30s' or 'global 100' (aggregate modules and window functions)")
 		expect   = fs.String("expect", "", "compare the output with this JSON-lines file; a difference exits 1")
-		asEvents = fs.Bool("events", false, `input lines are events: {"key":…,"value":…,"timestamp":…} records (a string value is its text, other JSON as it is), {"watermark":MS} or {"processing_time":MS}`)
+		asEvents = fs.Bool("events", false, `input lines are events: {"key":…,"value":…,"timestamp":…} records (a string value is its text, other JSON as it is), {"watermark":MS} or {"processing_time":MS}; "input":0 or 1 for a two-input module`)
 		cacheDir = fs.String("cache-dir", defaultCacheDir(), "directory of the compiled-module cache (\"\" for none)")
 	)
 	// The module comes first (eddy test MODULE.wasm --flags) or after the
@@ -110,10 +114,23 @@ func cmdTest(args []string, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	key1, key2 := *keyBy, ""
+	if mod.IsTwoInput() {
+		if !*asEvents {
+			return usageError{fmt.Errorf(`module %s is a two-input operator: give it --events, whose records and watermarks name their input ("input": 0 or 1)`, mod.Name())}
+		}
+		if k1, k2, ok := strings.Cut(*keyBy, ","); ok {
+			key1, key2 = k1, k2
+		}
+	}
+	if events, err = assignInputs(events, mod.IsTwoInput()); err != nil {
+		return err
+	}
 	out, err := localrun.Run(ctx, localrun.Config{
 		Module:            mod,
 		ModuleConfig:      json.RawMessage(*config),
-		KeyBy:             *keyBy,
+		KeyBy:             key1,
+		KeyBy2:            key2,
 		EventTimeField:    *evtTime,
 		MaxOutOfOrderness: *ooo,
 		Window:            *win,
@@ -162,7 +179,7 @@ func readTestInput(path string, events bool) ([]localrun.Event, error) {
 			continue
 		}
 		if !events {
-			out = append(out, localrun.Event{Record: &localrun.Record{Value: append([]byte{}, line...), Timestamp: abi.NoTimestamp}})
+			out = append(out, localrun.Event{Record: &localrun.Record{Value: append([]byte{}, line...), Timestamp: abi.NoTimestamp}, Input: noInput})
 			continue
 		}
 		e, err := parseTestEvent(line)
@@ -184,6 +201,34 @@ type testEvent struct {
 	Timestamp *int64          `json:"timestamp"`
 	Watermark *int64          `json:"watermark"`
 	ProcTime  *int64          `json:"processing_time"`
+	Input     *int            `json:"input"`
+}
+
+// noInput marks an event whose line named no input, until assignInputs
+// knows whether the module has two.
+const noInput = -1
+
+// assignInputs gives the events without an input theirs: input 0 for a
+// record, both inputs for a watermark of a two-input module. An input
+// named for a one-input module is refused.
+func assignInputs(events []localrun.Event, twoInput bool) ([]localrun.Event, error) {
+	out := make([]localrun.Event, 0, len(events))
+	for _, e := range events {
+		switch {
+		case e.Input > 0 && !twoInput:
+			return nil, fmt.Errorf(`input: an event names "input": %d, but the module is a one-input operator`, e.Input)
+		case e.Input != noInput:
+			// named
+		case twoInput && e.Watermark != nil:
+			e.Input = 0
+			out = append(out, e)
+			e.Input = 1
+		default:
+			e.Input = 0
+		}
+		out = append(out, e)
+	}
+	return out, nil
 }
 
 func parseTestEvent(line []byte) (localrun.Event, error) {
@@ -193,11 +238,21 @@ func parseTestEvent(line []byte) (localrun.Event, error) {
 	if err := dec.Decode(&te); err != nil {
 		return localrun.Event{}, fmt.Errorf(`not an event {"key":…,"value":…,"timestamp":…}, {"watermark":MS} or {"processing_time":MS}: %w`, err)
 	}
+	input := noInput
+	if te.Input != nil {
+		if *te.Input != 0 && *te.Input != 1 {
+			return localrun.Event{}, fmt.Errorf(`"input": %d: an input is 0 or 1`, *te.Input)
+		}
+		if te.ProcTime != nil {
+			return localrun.Event{}, errors.New(`a processing_time event names no input: processing time is the job's`)
+		}
+		input = *te.Input
+	}
 	if te.Watermark != nil || te.ProcTime != nil {
 		if te.Value != nil || te.Key != nil || te.Timestamp != nil || (te.Watermark != nil && te.ProcTime != nil) {
-			return localrun.Event{}, errors.New("a watermark or processing_time event has no other field")
+			return localrun.Event{}, errors.New(`a watermark or processing_time event has no other field (but "input")`)
 		}
-		return localrun.Event{Watermark: te.Watermark, ProcessingTime: te.ProcTime}, nil
+		return localrun.Event{Watermark: te.Watermark, ProcessingTime: te.ProcTime, Input: input}, nil
 	}
 	if te.Value == nil {
 		return localrun.Event{}, errors.New(`the event has none of "value", "watermark" and "processing_time"`)
@@ -213,7 +268,7 @@ func parseTestEvent(line []byte) (localrun.Event, error) {
 	if te.Timestamp != nil {
 		r.Timestamp = *te.Timestamp
 	}
-	return localrun.Event{Record: r}, nil
+	return localrun.Event{Record: r, Input: input}, nil
 }
 
 // testRecord is the printed form of an output record.

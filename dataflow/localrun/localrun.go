@@ -52,6 +52,13 @@ type Event struct {
 	// machine. Processing-time timers still pending at the end of input
 	// do not fire, as in a job.
 	ProcessingTime *int64
+	// Input is the input of a two-input module (host.Module.IsTwoInput)
+	// that the record or the watermark arrives on: 0 for the first, 1 for
+	// the second; each input has its own watermark and the module's is the
+	// lower of the two, as in a job. A watermark meant for both inputs is
+	// two events. A one-input module has only input 0. Processing time is
+	// the job's, whatever Input says.
+	Input int
 }
 
 // Config says how the module runs.
@@ -61,8 +68,12 @@ type Config struct {
 	// ModuleConfig is the JSON object handed to eddy_open ("" or nil: {}).
 	ModuleConfig json.RawMessage
 	// KeyBy makes the module's node keyed: a top-level JSON field of the
-	// value or "record_key" (jobspec.RecordKey). Required with Window.
+	// value or "record_key" (jobspec.RecordKey). Required with Window
+	// and for a two-input module, whose first input it keys.
 	KeyBy string
+	// KeyBy2 keys the second input of a two-input module ("": KeyBy's
+	// field).
+	KeyBy2 string
 	// EventTimeField, when set, takes each record's timestamp from this
 	// JSON field and derives watermarks as a job's event_time does, with
 	// MaxOutOfOrderness.
@@ -84,6 +95,16 @@ func (c *Config) Validate() error {
 	}
 	if c.Window != "" && c.KeyBy == "" {
 		return errors.New("a window needs a key: add --key-by FIELD (or record_key)")
+	}
+	if c.Module.IsTwoInput() {
+		if c.KeyBy == "" {
+			return fmt.Errorf("module %s is a two-input operator: it runs keyed, add --key-by FIELD (or FIELD_0,FIELD_1, one per input)", c.Module.Name())
+		}
+		if c.Window != "" {
+			return fmt.Errorf("module %s is a two-input operator: it does not run in a window", c.Module.Name())
+		}
+	} else if c.KeyBy2 != "" {
+		return fmt.Errorf("module %s is a one-input operator: it has one key, not two", c.Module.Name())
 	}
 	if c.Module.IsAggregate() && c.Window == "" {
 		return fmt.Errorf("module %s is an aggregate: it runs only in a window (add --window, e.g. 'tumbling 1m')", c.Module.Name())
@@ -153,13 +174,27 @@ func (c *Config) spec() (*jobspec.Spec, error) {
 	backend := jobspec.BackendMemory // a test's state is small
 	var b strings.Builder
 	fmt.Fprintf(&b, "name: eddy-test\nparallelism: 1\nbuffer_timeout: 0s\nstate_backend: %s\nnodes:\n", backend)
-	b.WriteString("  - name: input\n    source: {file: {path: events}}\n")
-	if c.EventTimeField != "" {
-		fmt.Fprintf(&b, "    event_time: {field: %q, max_out_of_orderness: %s}\n", c.EventTimeField, c.MaxOutOfOrderness)
+	inputs := []string{"input"}
+	if c.Module.IsTwoInput() {
+		inputs = []string{"input_0", "input_1"}
 	}
-	b.WriteString("  - name: module\n    input: input\n")
-	if c.KeyBy != "" {
-		fmt.Fprintf(&b, "    key_by: %q\n", c.KeyBy)
+	for i, name := range inputs {
+		fmt.Fprintf(&b, "  - name: %s\n    source: {file: {path: %s}}\n", name, sourcePath(i))
+		if c.EventTimeField != "" {
+			fmt.Fprintf(&b, "    event_time: {field: %q, max_out_of_orderness: %s}\n", c.EventTimeField, c.MaxOutOfOrderness)
+		}
+	}
+	switch {
+	case len(inputs) == 2:
+		key2 := c.KeyBy2
+		if key2 == "" {
+			key2 = c.KeyBy
+		}
+		fmt.Fprintf(&b, "  - name: module\n    input: [%s, %s]\n    key_by: [%q, %q]\n", inputs[0], inputs[1], c.KeyBy, key2)
+	case c.KeyBy != "":
+		fmt.Fprintf(&b, "  - name: module\n    input: input\n    key_by: %q\n", c.KeyBy)
+	default:
+		b.WriteString("  - name: module\n    input: input\n")
 	}
 	wasm := fmt.Sprintf("{module: %s, config: %s}", moduleRef, cfg)
 	switch {
@@ -181,6 +216,10 @@ func (c *Config) spec() (*jobspec.Spec, error) {
 	return jobspec.Parse([]byte(b.String()), "")
 }
 
+// sourcePath is the path in the spec of the source of input i, by which
+// the harness's connectors tell its sources apart.
+func sourcePath(i int) string { return fmt.Sprintf("events-%d", i) }
+
 // Run runs c.Module over events until the end of input (the final
 // watermark is +∞, so every timer and window fires, as in a bounded job)
 // and returns its output in order. A trap or a failure of the module is
@@ -197,11 +236,20 @@ func Run(ctx context.Context, c Config, events []Event) ([]Record, error) {
 	if log == nil {
 		log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
+	inputs := 1
+	if c.Module.IsTwoInput() {
+		inputs = 2
+	}
+	for i, e := range events {
+		if e.Input < 0 || e.Input >= inputs {
+			return nil, fmt.Errorf("event %d: input %d: module %s has %s", i+1, e.Input, c.Module.Name(), map[int]string{1: "one input, 0", 2: "inputs 0 and 1"}[inputs])
+		}
+	}
 	sink := &captureSink{}
 	backends := &memBackends{}
 	defer backends.close()
 	job, err := dataflow.NewJob(ctx, spec, dataflow.Options{
-		Connectors: connectors{source: events, perRecord: c.EventTimeField != "", sink: sink},
+		Connectors: connectors{turns: newTurns(events, inputs), perRecord: c.EventTimeField != "", sink: sink},
 		LoadModule: func(_ context.Context, ref string) (*host.Module, error) {
 			if ref != moduleRef {
 				return nil, fmt.Errorf("localrun: unknown module %q", ref)
@@ -222,73 +270,174 @@ func Run(ctx context.Context, c Config, events []Event) ([]Record, error) {
 	return sink.records(), nil
 }
 
-// connectors hands the job its replaying source and capturing sink.
+// connectors hands the job its replaying sources (one per input of the
+// module) and capturing sink.
 type connectors struct {
-	source    []Event
+	turns     *turns
 	perRecord bool
 	sink      *captureSink
 }
 
-func (c connectors) NewSource(*jobspec.SourceSpec, string) (stream.Source, error) {
-	return &replaySource{events: c.source, perRecord: c.perRecord}, nil
+func (c connectors) NewSource(spec *jobspec.SourceSpec, _ string) (stream.Source, error) {
+	for i := 0; i < c.turns.inputs; i++ {
+		if spec.File != nil && spec.File.Path == sourcePath(i) {
+			return &replaySource{turns: c.turns, input: i, perRecord: c.perRecord}, nil
+		}
+	}
+	return nil, fmt.Errorf("localrun: no source %v", spec)
 }
 
 func (c connectors) NewSink(*jobspec.SinkSpec, string) (stream.Sink, error) {
 	return c.sink, nil
 }
 
-// replaySource hands out the records up to the next watermark event per
-// Next call and then reports that watermark (stream.WatermarkSource), so
-// the watermark reaches the module after exactly those records.
+// replaySource hands out the records of its input up to the next
+// watermark event per Next call and then reports that watermark
+// (stream.WatermarkSource), so the watermark reaches the module after
+// exactly those records.
 //
 // With perRecord (event time from a field), each Next hands out one
 // record, so that the watermark the task derives follows every record, as
 // if each had come in a batch of its own: which records are late then
 // depends on the input alone, not on how a batch happened to be cut.
+//
+// The sources of a two-input module take turns (turns), so that the
+// module sees the events in the script's order.
 type replaySource struct {
-	events    []Event
+	turns     *turns
+	input     int
 	perRecord bool
-	next      int
+	opened    bool
+	passOn    bool // the events after the last batch are another input's
 	wm        int64
 	hasWM     bool
 	pt        int64
 	hasPT     bool
 }
 
-func (s *replaySource) Open(context.Context, stream.TaskInfo) error { return nil }
-func (s *replaySource) Close() error                                { return nil }
+func (s *replaySource) Open(context.Context, stream.TaskInfo) error {
+	s.opened = true
+	return nil
+}
 
-func (s *replaySource) Next(_ context.Context, b *stream.Batch, max int) error {
+// Close ends the input's turns: the task closes its source after it sent
+// its end of input, so the other input's end comes after it.
+func (s *replaySource) Close() error {
+	if s.opened {
+		s.turns.end(s.input)
+	}
+	return nil
+}
+
+func (s *replaySource) Next(ctx context.Context, b *stream.Batch, max int) error {
 	s.hasWM, s.hasPT = false, false
+	t := s.turns
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s.passOn {
+		// The task asks for more only after it sent what the last call
+		// gave it, so that is in the module's queue ahead of anything the
+		// other input sends from now on.
+		// At the end of the events the input of the last one ends first.
+		s.passOn = false
+		if t.next < len(t.events) {
+			t.pass(s.input)
+		}
+	}
+	for t.owner != s.input {
+		changed := t.changed
+		t.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			t.mu.Lock()
+			return ctx.Err()
+		case <-changed:
+		}
+		t.mu.Lock()
+	}
+	if t.next == len(t.events) {
+		return io.EOF
+	}
 	if s.perRecord {
 		max = 1
 	}
-	for s.next < len(s.events) && b.Len() < max {
-		e := s.events[s.next]
+	for t.next < len(t.events) && t.owners[t.next] == s.input && b.Len() < max {
+		e := t.events[t.next]
 		if e.Watermark != nil || e.ProcessingTime != nil {
 			if b.Len() > 0 {
-				return nil // it waits for the next call
+				break // it waits for the next call
 			}
-			s.next++
+			t.next++
 			if e.Watermark != nil {
 				s.wm, s.hasWM = *e.Watermark, true
 			} else {
 				s.pt, s.hasPT = *e.ProcessingTime, true
 			}
-			if s.next == len(s.events) {
-				return io.EOF
-			}
-			return nil
+			break
 		}
-		s.next++
+		t.next++
 		if r := e.Record; r != nil {
 			b.Add(r.Key, r.Value, r.Timestamp)
 		}
 	}
-	if s.next == len(s.events) {
-		return io.EOF
+	if t.next == len(t.events) || t.owners[t.next] != s.input {
+		s.passOn = true
 	}
 	return nil
+}
+
+// turns orders the sources of a run's inputs: the events are handed out
+// in the script's order by the source of each event's input, one source
+// at a time. A source passes the turn on when the task asks it for more
+// after a batch whose successor is another input's (the task has then
+// sent the batch and its watermark into the module's input queue, which
+// keeps arrival order), and at the end when its task closed it (after
+// its end of input is in that queue): the source of the last event ends
+// first, then the other.
+type turns struct {
+	inputs int
+	events []Event
+	owners []int // the input each event is handed out by
+
+	mu      sync.Mutex
+	next    int
+	owner   int
+	ended   [2]bool
+	changed chan struct{} // closed when owner changes
+}
+
+func newTurns(events []Event, inputs int) *turns {
+	t := &turns{inputs: inputs, events: events, owners: make([]int, len(events)), changed: make(chan struct{})}
+	last := 0
+	for i, e := range events {
+		if e.ProcessingTime == nil { // processing time is the job's: any source will do
+			last = e.Input
+		}
+		t.owners[i] = last
+	}
+	if len(events) > 0 {
+		t.owner = t.owners[0]
+	}
+	return t
+}
+
+// pass hands the turn from input from to the other, unless that ended;
+// t.mu is held.
+func (t *turns) pass(from int) {
+	other := 1 - from
+	if t.inputs == 1 || t.ended[other] || t.owner != from {
+		return
+	}
+	t.owner = other
+	close(t.changed)
+	t.changed = make(chan struct{})
+}
+
+func (t *turns) end(input int) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.ended[input] = true
+	t.pass(input)
 }
 
 func (s *replaySource) Watermark() (int64, bool) {

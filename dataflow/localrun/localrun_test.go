@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/eddy-stream/eddy/abi"
+	"github.com/eddy-stream/eddy/dataflow/jobspec"
 	"github.com/eddy-stream/eddy/dataflow/localrun"
 	"github.com/eddy-stream/eddy/host"
 )
@@ -132,6 +133,7 @@ func TestEventTimeWatermarkPerRecord(t *testing.T) {
 func TestConfigValidate(t *testing.T) {
 	agg := load(t, "card-stats-c")
 	op := load(t, "project-c")
+	join := load(t, "regular-join-c")
 	for _, tc := range []struct {
 		name string
 		cfg  localrun.Config
@@ -142,6 +144,9 @@ func TestConfigValidate(t *testing.T) {
 		{"aggregate without window", localrun.Config{Module: agg, KeyBy: "card"}, "runs only in a window"},
 		{"config not an object", localrun.Config{Module: op, ModuleConfig: json.RawMessage(`[1]`)}, "config is not a JSON object"},
 		{"negative out-of-orderness", localrun.Config{Module: op, MaxOutOfOrderness: -time.Second}, "negative"},
+		{"two-input without a key", localrun.Config{Module: join}, "is a two-input operator: it runs keyed"},
+		{"two-input in a window", localrun.Config{Module: join, KeyBy: "card", Window: "tumbling 1m"}, "is a two-input operator: it does not run in a window"},
+		{"one-input with two keys", localrun.Config{Module: op, KeyBy: "a", KeyBy2: "b"}, "is a one-input operator: it has one key, not two"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := localrun.Run(context.Background(), tc.cfg, nil)
@@ -158,4 +163,69 @@ func values(rs []localrun.Record) string {
 		fmt.Fprintf(&b, "\n  %s", r.Value)
 	}
 	return b.String()
+}
+
+// TestTwoInputOrder runs the two-input regular join (Go and C) over a
+// script that switches inputs at every event: what it emits depends on
+// the order in which it sees the records (each joins what the other
+// input had before it) and on the watermark being the lower of the two
+// inputs', so the same output on every one of repeated runs, and the
+// one the script's order gives, says the harness hands the events over
+// in the script's order. An input the module lacks is refused.
+func TestTwoInputOrder(t *testing.T) {
+	for _, lang := range []string{"c", "go"} {
+		t.Run(lang, func(t *testing.T) {
+			mod := load(t, "regular-join-"+lang)
+			cfg := localrun.Config{Module: mod, KeyBy: jobspec.RecordKey, ModuleConfig: json.RawMessage(`{"report_at":1000}`)}
+			rec := func(input int, key, value string) localrun.Event {
+				return localrun.Event{Input: input, Record: &localrun.Record{Key: []byte(key), Value: []byte(value), Timestamp: abi.NoTimestamp}}
+			}
+			wmOf := func(input int, ts int64) localrun.Event { e := wm(ts); e.Input = input; return e }
+			var events []localrun.Event
+			var want []string
+			// Key k<i>: left, right, left, right... A record of input 0
+			// joins the right records before it, one of input 1 the left.
+			for i := 0; i < 3; i++ {
+				key := fmt.Sprintf("k%d", i)
+				for j := 0; j < 6; j++ {
+					events = append(events, rec(j%2, key, fmt.Sprintf(`{"n":%d}`, j)))
+					for o := 1 - j%2; o < j; o += 2 {
+						l, r := o, j
+						if j%2 == 0 {
+							l, r = j, o
+						}
+						want = append(want, fmt.Sprintf(`%s {"left":{"n":%d},"right":{"n":%d}}`, key, l, r))
+					}
+				}
+				if i == 0 {
+					// Input 0 alone past the report time fires nothing;
+					// input 1 too fires k0's report, before k1's records.
+					events = append(events, wmOf(0, 2000))
+					events = append(events, rec(1, "k0", `{"n":6}`))
+					want = append(want, `k0 {"left":{"n":0},"right":{"n":6}}`, `k0 {"left":{"n":2},"right":{"n":6}}`, `k0 {"left":{"n":4},"right":{"n":6}}`)
+					events = append(events, wmOf(1, 2000))
+					want = append(want, `k0 {"key":"k0","left":3,"right":4}`)
+				}
+			}
+			// The end of input fires the other reports (at the same time:
+			// in the store's order, by key group, where k2 comes first).
+			want = append(want, `k2 {"key":"k2","left":3,"right":3}`, `k1 {"key":"k1","left":3,"right":3}`)
+			for run := 0; run < 10; run++ {
+				out, err := localrun.Run(context.Background(), cfg, events)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var got []string
+				for _, r := range out {
+					got = append(got, string(r.Key)+" "+string(r.Value))
+				}
+				if strings.Join(got, "\n") != strings.Join(want, "\n") {
+					t.Fatalf("run %d emitted\n%s\nwant\n%s", run, strings.Join(got, "\n"), strings.Join(want, "\n"))
+				}
+			}
+			if _, err := localrun.Run(context.Background(), localrun.Config{Module: load(t, "project-c")}, []localrun.Event{rec(1, "", "{}")}); err == nil || !strings.Contains(err.Error(), "event 1: input 1: module ") || !strings.Contains(err.Error(), "project-c.wasm has one input, 0") {
+				t.Fatalf("input 1 of a one-input module: %v", err)
+			}
+		})
+	}
 }
