@@ -60,19 +60,27 @@ func NewBatchSized(n, bytes int) *Batch {
 // DecodeBatch turns the bytes of an Exchange frame (abi.AppendBatch
 // encoding) into a batch that owns them: the records alias buf, which
 // becomes the batch's arena, so nothing is copied and buf must not be
-// reused. Every offset is checked (abi.DecodeBatch): a malformed buf is an
-// error wrapping abi.ErrMalformedBatch, never a panic.
+// reused. The batch and its records array come from the pool (GetBatch),
+// so a consumer that recycles what it received allocates nothing per
+// frame; the pooled batch's own arena gives way to buf. Every offset is
+// checked (abi.DecodeBatch): a malformed buf is an error wrapping
+// abi.ErrMalformedBatch, never a panic.
 func DecodeBatch(buf []byte) (*Batch, error) {
 	n, err := abi.BatchCount(buf)
 	if err != nil {
 		return nil, err
 	}
-	recs, err := abi.DecodeBatch(buf, make([]Record, 0, n))
+	b := GetBatch(n, 0)
+	recs, err := abi.DecodeBatch(buf, b.Records[:0])
 	if err != nil {
+		b.Recycle()
 		return nil, err
 	}
-	// Full: a later Add starts a new arena instead of writing over buf.
-	return &Batch{Records: recs, arena: buf[:len(buf):len(buf)]}, nil
+	b.Records = recs
+	// Full: a later Add starts a new arena instead of writing over buf
+	// (a recycled batch reuses buf as its arena: the batch owns it).
+	b.arena = buf[:len(buf):len(buf)]
+	return b, nil
 }
 
 // Len is the number of records.
