@@ -24,6 +24,7 @@ var examples = map[string]string{
 	"countrychange": "country-change",
 	"card-stats":    "card-stats",
 	"top-n":         "top-n",
+	"regularjoin":   "regular-join",
 }
 
 // languages are every SDK's; a fixture that is not built yet is skipped by

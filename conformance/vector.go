@@ -19,6 +19,8 @@ type Vector struct {
 	Description string          `json:"description"`
 	Config      json.RawMessage `json:"config,omitempty"`
 	KeyBy       string          `json:"key_by,omitempty"`
+	// KeyBy2 keys the second input of a two-input module ("": KeyBy).
+	KeyBy2 string `json:"key_by_2,omitempty"`
 	// EventTime and MaxOutOfOrderness derive timestamps and watermarks
 	// from a field, as a job's event_time does; without them the events'
 	// timestamps and watermarks are used as they are.
@@ -42,6 +44,9 @@ type Event struct {
 	Timestamp      *int64 `json:"timestamp,omitempty"`
 	Watermark      *int64 `json:"watermark,omitempty"`
 	ProcessingTime *int64 `json:"processing_time,omitempty"`
+	// Input is the input of a two-input module a record or a watermark
+	// arrives on, 0 (left out) or 1.
+	Input int `json:"input,omitempty"`
 }
 
 // Record is an output record; values are strings so that every byte is
@@ -73,6 +78,9 @@ func Load(path string) (*Vector, error) {
 		if n := btoi(e.Value != nil) + btoi(e.Watermark != nil) + btoi(e.ProcessingTime != nil); n != 1 {
 			return nil, fmt.Errorf("%s: event %d: want exactly one of value, watermark and processing_time", path, i)
 		}
+		if e.Input != 0 && (e.Input != 1 || e.ProcessingTime != nil) {
+			return nil, fmt.Errorf("%s: event %d: input %d: a record or a watermark is of input 0 or 1, processing time of none", path, i, e.Input)
+		}
 	}
 	return &v, nil
 }
@@ -83,7 +91,7 @@ func (v *Vector) events() []localrun.Event {
 	for _, e := range v.Events {
 		if e.Watermark != nil {
 			wm := *e.Watermark
-			out = append(out, localrun.Event{Watermark: &wm})
+			out = append(out, localrun.Event{Watermark: &wm, Input: e.Input})
 			continue
 		}
 		if e.ProcessingTime != nil {
@@ -98,7 +106,7 @@ func (v *Vector) events() []localrun.Event {
 		if e.Key != nil {
 			r.Key = []byte(*e.Key)
 		}
-		out = append(out, localrun.Event{Record: r})
+		out = append(out, localrun.Event{Record: r, Input: e.Input})
 	}
 	return out
 }
@@ -112,7 +120,7 @@ func btoi(b bool) int {
 
 // config is the harness configuration of the vector.
 func (v *Vector) config() (localrun.Config, error) {
-	c := localrun.Config{ModuleConfig: v.Config, KeyBy: v.KeyBy, EventTimeField: v.EventTime, Window: v.Window}
+	c := localrun.Config{ModuleConfig: v.Config, KeyBy: v.KeyBy, KeyBy2: v.KeyBy2, EventTimeField: v.EventTime, Window: v.Window}
 	if v.MaxOutOfOrderness != "" {
 		d, err := time.ParseDuration(v.MaxOutOfOrderness)
 		if err != nil {
