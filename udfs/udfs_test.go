@@ -76,7 +76,7 @@ func TestMain(m *testing.M) {
 }
 
 // moduleVersions are the built modules and the ABI version each must
-// declare: the stateful ones 2, the aggregate 3, the projection modules
+// declare: the stateful ones 2, the two-input regular-join 5, the aggregate 3, the projection modules
 // of Go and C 7 (they declare the fields they read; linking the SDKs'
 // fields support declares 7, whose number paths and values in parts the
 // Go one uses too), the others (the window function top-n too) 1.
@@ -88,7 +88,7 @@ var moduleVersions = map[string]uint64{
 	"card-stats-go": 3, "card-stats-c": 3,
 	"top-n-go": 1, "top-n-c": 1,
 	"project-rust": 1, "split-rust": 1, "counter-rust": 2, "country-change-rust": 2,
-	"card-stats-rust": 3, "top-n-rust": 1,
+	"card-stats-rust": 3, "top-n-rust": 1, "regular-join-rust": abi.TwoInputVersion,
 	"project-as": 1, "split-as": 1, "counter-as": 2, "country-change-as": 2,
 	"card-stats-as": 3, "top-n-as": 1,
 }
@@ -537,6 +537,7 @@ func TestFailures(t *testing.T) {
 var v2Used = map[string][]string{
 	"counter":        {abi.ImportProcessingTime, abi.ImportStateClear, abi.ImportStateDeclare, abi.ImportStateGet, abi.ImportStatePut, abi.ImportTimerDelete, abi.ImportTimerRegister},
 	"country-change": {abi.ImportStateClear, abi.ImportStateDeclare, abi.ImportStateGet, abi.ImportStatePut, abi.ImportTimerDelete, abi.ImportTimerRegister},
+	"regular-join":   {abi.ImportStateAppend, abi.ImportStateClear, abi.ImportStateDeclare, abi.ImportStateList, abi.ImportTimerRegister},
 }
 
 // TestInterface checks the built modules against the ABI's lists of exports
