@@ -40,7 +40,7 @@
 //! window functions and aggregates have no field table.
 
 use crate::rt::{self, get32, PARTS_VERSION};
-use crate::{sys, Error, Record, Result};
+use crate::{sys, Error, Part, Record, Result};
 
 /// The ABI's limits: paths per module, keys per path.
 pub const MAX_PATHS: usize = 64;
@@ -188,6 +188,16 @@ impl<'a> Record<'a> {
     pub fn spans(&self, spans: &mut [Option<&'a [u8]>]) -> bool {
         for (j, s) in spans.iter_mut().enumerate() {
             *s = self.field(j);
+        }
+        self.valid()
+    }
+
+    /// [`spans`](Record::spans) with [`Part`]s: `parts[j]` names span
+    /// path `j`'s value, [`Part::EMPTY`] when absent, for
+    /// [`Emitter::emit_part_list`](crate::Emitter::emit_part_list).
+    pub fn span_parts(&self, parts: &mut [Part]) -> bool {
+        for (j, p) in parts.iter_mut().enumerate() {
+            *p = self.field(j).map_or(Part::EMPTY, Part::of);
         }
         self.valid()
     }

@@ -27,7 +27,7 @@ mod sys;
 
 pub use keyed::{Codec, Context, Declare, ListState, MapState, Timer, TimeDomain, ValueState};
 pub use fields::FieldRow;
-pub use rt::Emitter;
+pub use rt::{Emitter, Part};
 
 use std::fmt;
 

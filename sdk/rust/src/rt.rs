@@ -210,6 +210,7 @@ fn out_buf() -> &'static mut Output {
 enum Value<'a> {
     Bytes(&'a [u8]),
     Parts(&'a [&'a [u8]]),
+    PartList(&'a [Part]),
 }
 
 fn put_record(buf: &mut [u8], count: &mut usize, data: &mut usize, r: &Record<'_>, value: Value<'_>) {
@@ -236,6 +237,16 @@ fn put_record(buf: &mut [u8], count: &mut usize, data: &mut usize, r: &Record<'_
                 let at = *data + 8 * k;
                 buf[at..at + 4].copy_from_slice(&(p.as_ptr() as usize as u32).to_le_bytes());
                 buf[at + 4..at + 8].copy_from_slice(&(p.len() as u32).to_le_bytes());
+            }
+            buf[e + 16..e + 20].copy_from_slice(&(*data as u32).to_le_bytes());
+            buf[e + 20..e + 24].copy_from_slice(&(PART_LIST | parts.len() as u32).to_le_bytes());
+        }
+        Value::PartList(parts) => {
+            *data -= 8 * parts.len();
+            for (k, p) in parts.iter().enumerate() {
+                let at = *data + 8 * k;
+                buf[at..at + 4].copy_from_slice(&p.addr.to_le_bytes());
+                buf[at + 4..at + 8].copy_from_slice(&p.len.to_le_bytes());
             }
             buf[e + 16..e + 20].copy_from_slice(&(*data as u32).to_le_bytes());
             buf[e + 20..e + 24].copy_from_slice(&(PART_LIST | parts.len() as u32).to_le_bytes());
@@ -312,33 +323,74 @@ impl Emitter {
     /// memory the operator keeps (its configuration) do; a buffer that
     /// `process` overwrites or drops does not.
     pub fn emit_parts(&mut self, r: &Record<'_>, parts: &[&[u8]]) -> Result<(), Error> {
-        if version() < PARTS_VERSION {
-            return Err(Error::new(format!(
-                "eddy: emit_parts needs ABI version 7, and the module declares {}: export it with the fields flag, as eddy::operator!(T, fields)",
-                version()
-            )));
-        }
-        let size = ENTRY_SIZE as u64 + r.key.len() as u64 + 8 * parts.len() as u64 + r.headers.len() as u64;
-        if parts.len() as u64 >= PART_LIST as u64 || size > (OUTPUT_BUFFER_SIZE - HEADER_SIZE) as u64 {
-            return Err(Error::new(format!(
-                "eddy: emit_parts: a list of {} parts does not fit in the {}-byte output buffer",
-                parts.len(),
-                OUTPUT_BUFFER_SIZE
-            )));
-        }
-        let size = size as usize;
-        let fits = |o: &Output| HEADER_SIZE + ENTRY_SIZE * o.count + size <= o.data;
-        if !fits(out_buf()) {
-            flush();
-        }
-        let out = out_buf();
-        put_record(&mut out.buf, &mut out.count, &mut out.data, r, Value::Parts(parts));
-        Ok(())
+        emit_list(r, parts.len(), Value::Parts(parts))
+    }
+
+    /// [`emit_parts`](Emitter::emit_parts) with [`Part`]s: the pieces
+    /// `parts` names, which must stay unchanged until the current call
+    /// returns, as for `emit_parts`. A list of Parts holds no borrow, so an
+    /// operator can keep it (and its constant pieces, made once in `open`)
+    /// from record to record without allocating.
+    pub fn emit_part_list(&mut self, r: &Record<'_>, parts: &[Part]) -> Result<(), Error> {
+        emit_list(r, parts.len(), Value::PartList(parts))
     }
 
     /// Emits a record without headers.
     pub fn emit_kv(&mut self, key: &[u8], value: &[u8], timestamp: i64) -> Result<(), Error> {
         self.emit(&Record::new(key, value, timestamp))
+    }
+}
+
+fn emit_list(r: &Record<'_>, n: usize, value: Value<'_>) -> Result<(), Error> {
+    if version() < PARTS_VERSION {
+        return Err(Error::new(format!(
+            "eddy: emit_parts needs ABI version 7, and the module declares {}: export it with the fields flag, as eddy::operator!(T, fields)",
+            version()
+        )));
+    }
+    let size = ENTRY_SIZE as u64 + r.key.len() as u64 + 8 * n as u64 + r.headers.len() as u64;
+    if size > (OUTPUT_BUFFER_SIZE - HEADER_SIZE) as u64 {
+        return Err(Error::new(format!(
+            "eddy: emit_parts: a list of {} parts does not fit in the {}-byte output buffer",
+            n, OUTPUT_BUFFER_SIZE
+        )));
+    }
+    let size = size as usize;
+    let fits = |o: &Output| HEADER_SIZE + ENTRY_SIZE * o.count + size <= o.data;
+    if !fits(out_buf()) {
+        flush();
+    }
+    let out = out_buf();
+    put_record(&mut out.buf, &mut out.count, &mut out.data, r, value);
+    Ok(())
+}
+
+/// One piece of a value emitted with
+/// [`Emitter::emit_part_list`]: the piece's address in the module's
+/// memory and its length, which is what the ABI's part list holds (ABI
+/// version 7). It names the bytes, not a copy, and holds no borrow: the
+/// bytes must stay unchanged until the emitting call returns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Part {
+    addr: u32,
+    len: u32,
+}
+
+impl Part {
+    /// The empty piece.
+    pub const EMPTY: Part = Part { addr: 0, len: 0 };
+
+    /// `b` as a Part (wasm32: its address is a u32).
+    pub fn of(b: &[u8]) -> Part {
+        Part { addr: b.as_ptr() as usize as u32, len: b.len() as u32 }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 }
 
