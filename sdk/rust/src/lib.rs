@@ -1,17 +1,26 @@
-//! The Eddy SDK for Rust: write an operator, a keyed operator, an aggregate
-//! module or a window function as a Rust type, and export it as a Wasm
-//! module for the Eddy host with one macro.
+//! The Eddy SDK for Rust: write an operator, a keyed operator, a
+//! two-input keyed operator, an aggregate module or a window function as a
+//! Rust type, and export it as a Wasm module for the Eddy host with one
+//! macro.
 //!
-//! It implements abi/ABI.md (versions 1 to 4) and depends on nothing but
+//! It implements abi/ABI.md (versions 1 to 7) and depends on nothing but
 //! std, so it builds with Debian's rustc 1.63 for `wasm32-wasi` without
 //! crates.io. It is not a host: it only runs inside a guest.
 //!
 //! | module kind | trait | macro | ABI version |
 //! |---|---|---|---|
-//! | operator | [`Operator`] | [`operator!`] | 1 |
-//! | keyed operator (state, timers) | [`KeyedOperator`] | [`keyed_operator!`] | 2, or 4 with `schema` |
+//! | operator | [`Operator`] | [`operator!`] | 1, or 7 with `fields` |
+//! | keyed operator (state, timers) | [`KeyedOperator`] | [`keyed_operator!`] | 2, 4 with `schema`, 7 with `fields` |
+//! | two-input keyed operator | [`KeyedCoOperator`] | [`keyed_co_operator!`] | 5, or 7 with `fields` |
 //! | aggregate module | [`Aggregate`] | [`aggregate!`] | 3 |
 //! | window function | [`WindowFunction`] | [`window_function!`] | 1 |
+//!
+//! The `fields` flag (`operator!(T, fields)`) is for an operator that
+//! declares the JSON fields it reads ([`fields`], versions 6 and 7: the
+//! host finds them, and parses number paths) or emits values in parts
+//! ([`Emitter::emit_parts`], [`Emitter::emit_part_list`]); it declares
+//! version 7, which includes every earlier addition, as linking the Go and
+//! C SDKs' fields support does.
 //!
 //! An author writes no `unsafe`: the macro generates the exports, and every
 //! pointer the host passes is checked against the buffer `eddy_alloc` gave
