@@ -143,6 +143,10 @@ func TestRustGuestThroughHost(t *testing.T) {
 		{"fail", `rustguest: refusing the record "fail"`},
 		{"panic", "panic: rustguest: the record asked for a panic (at "},
 		{"unwrap", "panic: called `Option::unwrap()` on a `None` value (at "},
+		// Without the macros' fields flag the module declares 4: no parts.
+		// (No fields either: a module that calls fields::declare imports
+		// eddy.fields, and the host refuses to load it below version 6.)
+		{"parts", "eddy: emit_parts needs ABI version 7, and the module declares 4: export it with the fields flag"},
 	} {
 		t.Run(tc.value, func(t *testing.T) {
 			i := newInstance(t)

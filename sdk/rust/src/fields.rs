@@ -31,6 +31,8 @@
 //! linking the Go and C SDKs' fields support does: version 7 includes the
 //! keyed state of 2 and 4 and the two inputs of 5, and adds number paths
 //! and values in parts ([`Emitter::emit_parts`](crate::Emitter::emit_parts)).
+//! Without the flag, a module that calls [`declare`] is refused when it is
+//! loaded: it imports `eddy.fields` but declares an older version.
 //!
 //! A span is the member's raw value (a string with its quotes and escapes,
 //! an object or array whole): [`crate::json`] reads it. Keys compare after
