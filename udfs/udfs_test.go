@@ -76,10 +76,12 @@ func TestMain(m *testing.M) {
 }
 
 // moduleVersions are the built modules and the ABI version each must
-// declare: the stateful ones 2, the aggregate 3, the projection modules
-// of Go and C 7 (they declare the fields they read; linking the SDKs'
-// fields support declares 7, whose number paths and values in parts the
-// Go one uses too), the others (the window function top-n too) 1.
+// declare: the stateful ones 2, the two-input regular-join 5, the
+// aggregate 3, the projection modules of Go, C and Rust 7 (they declare
+// the fields they read; linking the SDKs' fields support, or the Rust
+// macros' fields flag, declares 7, whose number paths and values in parts
+// the Go and Rust ones use too), the others (the window function top-n
+// too) 1.
 var moduleVersions = map[string]uint64{
 	"project-go": abi.PartsVersion, "project-c": abi.PartsVersion,
 	"split-go": 1, "split-c": 1,
@@ -87,8 +89,8 @@ var moduleVersions = map[string]uint64{
 	"country-change-go": 2, "country-change-c": 2,
 	"card-stats-go": 3, "card-stats-c": 3,
 	"top-n-go": 1, "top-n-c": 1,
-	"project-rust": 1, "split-rust": 1, "counter-rust": 2, "country-change-rust": 2,
-	"card-stats-rust": 3, "top-n-rust": 1,
+	"project-rust": abi.PartsVersion, "split-rust": 1, "counter-rust": 2, "country-change-rust": 2,
+	"card-stats-rust": 3, "top-n-rust": 1, "regular-join-rust": abi.TwoInputVersion,
 	"project-as": 1, "split-as": 1, "counter-as": 2, "country-change-as": 2,
 	"card-stats-as": 3, "top-n-as": 1,
 }
@@ -451,11 +453,11 @@ func TestLargeOutput(t *testing.T) {
 					}
 				}
 				t.Logf("%d records in %d emits of the output buffer and %d of a larger record", len(got), full, big)
-				// The Go projection with fields emits values in parts
-				// (version 7): the huge value is a few parts in the
+				// The Go and Rust projections with fields emit values in
+				// parts (version 7): the huge value is a few parts in the
 				// buffer, gathered by the host, not a batch of its own.
 				wantBig := 1
-				if tc.udf == "project" && lang == "go" && tc.config != `{}` {
+				if tc.udf == "project" && (lang == "go" || lang == "rust") && tc.config != `{}` {
 					wantBig = 0
 				}
 				if full < 3 || big != wantBig {
@@ -537,6 +539,7 @@ func TestFailures(t *testing.T) {
 var v2Used = map[string][]string{
 	"counter":        {abi.ImportProcessingTime, abi.ImportStateClear, abi.ImportStateDeclare, abi.ImportStateGet, abi.ImportStatePut, abi.ImportTimerDelete, abi.ImportTimerRegister},
 	"country-change": {abi.ImportStateClear, abi.ImportStateDeclare, abi.ImportStateGet, abi.ImportStatePut, abi.ImportTimerDelete, abi.ImportTimerRegister},
+	"regular-join":   {abi.ImportStateAppend, abi.ImportStateClear, abi.ImportStateDeclare, abi.ImportStateList, abi.ImportTimerRegister},
 }
 
 // TestInterface checks the built modules against the ABI's lists of exports

@@ -1,23 +1,33 @@
-//! The Eddy SDK for Rust: write an operator, a keyed operator, an aggregate
-//! module or a window function as a Rust type, and export it as a Wasm
-//! module for the Eddy host with one macro.
+//! The Eddy SDK for Rust: write an operator, a keyed operator, a
+//! two-input keyed operator, an aggregate module or a window function as a
+//! Rust type, and export it as a Wasm module for the Eddy host with one
+//! macro.
 //!
-//! It implements abi/ABI.md (versions 1 to 4) and depends on nothing but
+//! It implements abi/ABI.md (versions 1 to 7) and depends on nothing but
 //! std, so it builds with Debian's rustc 1.63 for `wasm32-wasi` without
 //! crates.io. It is not a host: it only runs inside a guest.
 //!
 //! | module kind | trait | macro | ABI version |
 //! |---|---|---|---|
-//! | operator | [`Operator`] | [`operator!`] | 1 |
-//! | keyed operator (state, timers) | [`KeyedOperator`] | [`keyed_operator!`] | 2, or 4 with `schema` |
+//! | operator | [`Operator`] | [`operator!`] | 1, or 7 with `fields` |
+//! | keyed operator (state, timers) | [`KeyedOperator`] | [`keyed_operator!`] | 2, 4 with `schema`, 7 with `fields` |
+//! | two-input keyed operator | [`KeyedCoOperator`] | [`keyed_co_operator!`] | 5, or 7 with `fields` |
 //! | aggregate module | [`Aggregate`] | [`aggregate!`] | 3 |
 //! | window function | [`WindowFunction`] | [`window_function!`] | 1 |
+//!
+//! The `fields` flag (`operator!(T, fields)`) is for an operator that
+//! declares the JSON fields it reads ([`fields`], versions 6 and 7: the
+//! host finds them, and parses number paths) or emits values in parts
+//! ([`Emitter::emit_parts`], [`Emitter::emit_part_list`]); it declares
+//! version 7, which includes every earlier addition, as linking the Go and
+//! C SDKs' fields support does.
 //!
 //! An author writes no `unsafe`: the macro generates the exports, and every
 //! pointer the host passes is checked against the buffer `eddy_alloc` gave
 //! out before it becomes a slice. A panic fails the task with a one-line
 //! message naming the panic (see [`rt`]).
 
+pub mod fields;
 pub mod json;
 mod keyed;
 #[doc(hidden)]
@@ -25,7 +35,8 @@ pub mod rt;
 mod sys;
 
 pub use keyed::{Codec, Context, Declare, ListState, MapState, Timer, TimeDomain, ValueState};
-pub use rt::Emitter;
+pub use fields::FieldRow;
+pub use rt::{Emitter, Part};
 
 use std::fmt;
 
@@ -44,12 +55,16 @@ pub struct Record<'a> {
     /// The encoded headers block (ABI.md "Batch encoding"); empty for none.
     /// Read it with [`Record::headers`].
     pub headers: &'a [u8],
+    /// The record's row of the field table (ABI versions 6 and 7), read
+    /// with [`Record::valid`], [`Record::field`] and [`Record::number`];
+    /// [`FieldRow::NONE`] for a record the operator builds.
+    pub fields: FieldRow<'a>,
 }
 
 impl<'a> Record<'a> {
     /// A record without headers.
     pub fn new(key: &'a [u8], value: &'a [u8], timestamp: i64) -> Record<'a> {
-        Record { key, value, timestamp, headers: &[] }
+        Record { key, value, timestamp, headers: &[], fields: FieldRow::NONE }
     }
 
     /// The headers as (key, value) pairs. The batch was checked before the
@@ -155,6 +170,33 @@ pub trait KeyedOperator: Sized {
     }
 }
 
+/// The inputs of a [`KeyedCoOperator`], as `process` numbers them.
+pub const LEFT: usize = 0;
+/// The node's second input.
+pub const RIGHT: usize = 1;
+
+/// A two-input keyed operator (ABI version 5), Flink's
+/// `KeyedCoProcessFunction`: it runs on a node with `input: [left, right]`
+/// and a key per input (`key_by: [left_key, right_key]`), and `process`
+/// gets each record with the input it came from ([`LEFT`] or [`RIGHT`]).
+/// Keyed state and timers are those of a [`KeyedOperator`], one key space
+/// for both inputs: a state declared once addresses the same values from
+/// either side, and a timer fires once, whichever input set it. Export it
+/// with [`keyed_co_operator!`]; its module refuses `eddy_process`.
+pub trait KeyedCoOperator: Sized {
+    /// Builds the operator; states are declared here, through `states`.
+    fn open(config: &[u8], states: &mut Declare) -> Result<Self>;
+    /// Handles one record of input `input` (0: the first, 1: the second).
+    fn process(&mut self, input: usize, record: &Record<'_>, ctx: &mut Context) -> Result;
+    /// A timer of the context's key fired.
+    fn on_timer(&mut self, _timer: &Timer, _ctx: &mut Context) -> Result {
+        Ok(())
+    }
+    fn close(&mut self, _out: &mut Emitter) -> Result {
+        Ok(())
+    }
+}
+
 /// An aggregate module (ABI version 3), Flink's `AggregateFunction`: the
 /// window operator keeps the accumulators, byte strings this type defines.
 /// Each method writes its answer to `out`, which starts empty. Export it
@@ -220,11 +262,24 @@ pub fn append_i64(dst: &mut Vec<u8>, v: i64) {
     append_u64(dst, v.unsigned_abs());
 }
 
-/// Exports `$t`, an [`Operator`], as the module's operator (ABI version 1).
+/// Exports `$t`, an [`Operator`], as the module's operator (ABI version
+/// 1; `operator!(T, fields)` declares version 7, for an operator that
+/// uses [`fields`] or [`Emitter::emit_parts`]).
 #[macro_export]
 macro_rules! operator {
     ($t:ty) => {
-        $crate::__common_exports!(1);
+        $crate::__operator_exports!($t, 1);
+    };
+    ($t:ty, fields) => {
+        $crate::__operator_exports!($t, 7);
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __operator_exports {
+    ($t:ty, $v:expr) => {
+        $crate::__common_exports!($v);
         #[no_mangle]
         pub extern "C" fn eddy_open(ptr: i32, len: i32) -> i32 {
             $crate::rt::open_operator::<$t>(ptr, len)
@@ -242,7 +297,8 @@ macro_rules! operator {
 
 /// Exports `$t`, a [`KeyedOperator`] (ABI version 2; `keyed_operator!(T,
 /// schema)` declares version 4, for an operator that declares states with
-/// [`Declare::value_with_schema`]).
+/// [`Declare::value_with_schema`]; `keyed_operator!(T, fields)` declares
+/// version 7, which includes 4, for one that uses [`fields`] too).
 #[macro_export]
 macro_rules! keyed_operator {
     ($t:ty) => {
@@ -250,6 +306,52 @@ macro_rules! keyed_operator {
     };
     ($t:ty, schema) => {
         $crate::__keyed_exports!($t, 4);
+    };
+    ($t:ty, fields) => {
+        $crate::__keyed_exports!($t, 7);
+    };
+}
+
+/// Exports `$t`, a [`KeyedCoOperator`], as a two-input operator: ABI
+/// version 5 (which includes the schema versions of 4), or 7 with
+/// `keyed_co_operator!(T, fields)`, for one that uses [`fields`]. It
+/// exports `eddy_process2`; its `eddy_process` fails, saying the module
+/// is a two-input operator.
+#[macro_export]
+macro_rules! keyed_co_operator {
+    ($t:ty) => {
+        $crate::__keyed_co_exports!($t, 5);
+    };
+    ($t:ty, fields) => {
+        $crate::__keyed_co_exports!($t, 7);
+    };
+}
+
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __keyed_co_exports {
+    ($t:ty, $v:expr) => {
+        $crate::__common_exports!($v);
+        #[no_mangle]
+        pub extern "C" fn eddy_open(ptr: i32, len: i32) -> i32 {
+            $crate::rt::open_co::<$t>(ptr, len)
+        }
+        #[no_mangle]
+        pub extern "C" fn eddy_process(_ptr: i32, _len: i32) -> i32 {
+            $crate::rt::process_co_one_input()
+        }
+        #[no_mangle]
+        pub extern "C" fn eddy_process2(input: i32, ptr: i32, len: i32) -> i32 {
+            $crate::rt::process_co::<$t>(input, ptr, len)
+        }
+        #[no_mangle]
+        pub extern "C" fn eddy_on_timer(ptr: i32, len: i32) -> i32 {
+            $crate::rt::timer_co::<$t>(ptr, len)
+        }
+        #[no_mangle]
+        pub extern "C" fn eddy_close() -> i32 {
+            $crate::rt::close_co::<$t>()
+        }
     };
 }
 
@@ -339,10 +441,12 @@ macro_rules! __common_exports {
     ($v:expr) => {
         #[no_mangle]
         pub extern "C" fn eddy_abi_version() -> i32 {
+            $crate::rt::set_version($v);
             $v
         }
         #[no_mangle]
         pub extern "C" fn eddy_alloc(size: i32) -> i32 {
+            $crate::rt::set_version($v);
             $crate::rt::alloc(size)
         }
     };

@@ -9,7 +9,10 @@
 //! the operator itself (OP), which nothing else touches.
 
 use crate::keyed::{set_key, Context, Declare, TimeDomain, Timer};
-use crate::{sys, Aggregate, Error, KeyedOperator, Operator, Record, Window, WindowFunction, NO_TIMESTAMP};
+use crate::{
+    fields, sys, Aggregate, Error, FieldRow, KeyedCoOperator, KeyedOperator, Operator, Record, Window, WindowFunction,
+    NO_TIMESTAMP,
+};
 use std::any::Any;
 
 const BATCH_MAGIC: u32 = 0x3142_4445; // "EDB1"
@@ -20,9 +23,14 @@ const MAX_HEADERS: u32 = 1 << 16;
 /// The output batch's size, as the C SDK's: large enough that a batch of
 /// small records is one `emit`.
 pub const OUTPUT_BUFFER_SIZE: usize = 64 * 1024;
+/// The version that brings fields (6) with number paths and values in
+/// parts (7): what the `fields` flag of the macros declares.
+pub const PARTS_VERSION: i32 = 7;
 const MIN_INPUT: usize = 64 * 1024;
 const GROUP_HEADER_KEY_LEN: usize = 4;
 const WINDOW_DESCRIPTOR_LEN: usize = 16;
+/// Bit 31 of an output entry's value_len: the value is a part list.
+const PART_LIST: u32 = 1 << 31;
 
 struct Output {
     buf: Vec<u8>,
@@ -35,6 +43,24 @@ static mut OUTPUT: Output = Output { buf: Vec::new(), count: 0, data: OUTPUT_BUF
 static mut OP: Option<Box<dyn Any>> = None;
 static mut FAILED: bool = false;
 static mut HOOKED: bool = false;
+static mut OPENING: bool = false;
+static mut VERSION: i32 = 1;
+
+/// The ABI version the module declares (the macros set it before
+/// `eddy_open`): what [`fields`] and [`Emitter::emit_parts`] check.
+pub fn set_version(v: i32) {
+    unsafe { VERSION = v };
+}
+
+pub(crate) fn version() -> i32 {
+    unsafe { VERSION }
+}
+
+/// True while the operator's `open` runs, the only time the host takes a
+/// field list.
+pub(crate) fn opening() -> bool {
+    unsafe { OPENING }
+}
 
 pub(crate) fn get32(b: &[u8], at: usize) -> u32 {
     u32::from_le_bytes([b[at], b[at + 1], b[at + 2], b[at + 3]])
@@ -156,7 +182,9 @@ fn op<T: 'static>() -> Result<&'static mut T, Error> {
 fn open_with<T: 'static>(ptr: i32, len: i32, build: impl FnOnce(&[u8]) -> Result<T, Error>) -> i32 {
     install_panic_hook();
     unsafe { FAILED = false };
+    unsafe { OPENING = true };
     let r = input_slice("config", ptr, len).and_then(build);
+    unsafe { OPENING = false };
     match r {
         Ok(t) => {
             unsafe { OP = Some(Box::new(t)) };
@@ -176,22 +204,55 @@ fn out_buf() -> &'static mut Output {
     out
 }
 
-fn put_record(buf: &mut [u8], count: &mut usize, data: &mut usize, r: &Record<'_>) {
+/// What an output entry's value is: bytes, or (version 7) a list of
+/// parts the host gathers.
+#[derive(Clone, Copy)]
+enum Value<'a> {
+    Bytes(&'a [u8]),
+    Parts(&'a [&'a [u8]]),
+    PartList(&'a [Part]),
+}
+
+fn put_record(buf: &mut [u8], count: &mut usize, data: &mut usize, r: &Record<'_>, value: Value<'_>) {
     let e = HEADER_SIZE + ENTRY_SIZE * *count;
     buf[e..e + 8].copy_from_slice(&r.timestamp.to_le_bytes());
-    let mut place = |b: &[u8], at: usize, buf: &mut [u8]| {
+    fn place(b: &[u8], at: usize, buf: &mut [u8], data: &mut usize) {
         *data -= b.len();
         buf[*data..*data + b.len()].copy_from_slice(b);
         buf[at..at + 4].copy_from_slice(&(*data as u32).to_le_bytes());
         buf[at + 4..at + 8].copy_from_slice(&(b.len() as u32).to_le_bytes());
-    };
+    }
     if r.headers.is_empty() {
         buf[e + 24..e + 32].fill(0);
     } else {
-        place(r.headers, e + 24, buf);
+        place(r.headers, e + 24, buf, data);
     }
-    place(r.value, e + 16, buf);
-    place(r.key, e + 8, buf);
+    match value {
+        Value::Bytes(v) => place(v, e + 16, buf, data),
+        Value::Parts(parts) => {
+            // Each part is its address in this module's memory (wasm32:
+            // a usize is a u32) and its length.
+            *data -= 8 * parts.len();
+            for (k, p) in parts.iter().enumerate() {
+                let at = *data + 8 * k;
+                buf[at..at + 4].copy_from_slice(&(p.as_ptr() as usize as u32).to_le_bytes());
+                buf[at + 4..at + 8].copy_from_slice(&(p.len() as u32).to_le_bytes());
+            }
+            buf[e + 16..e + 20].copy_from_slice(&(*data as u32).to_le_bytes());
+            buf[e + 20..e + 24].copy_from_slice(&(PART_LIST | parts.len() as u32).to_le_bytes());
+        }
+        Value::PartList(parts) => {
+            *data -= 8 * parts.len();
+            for (k, p) in parts.iter().enumerate() {
+                let at = *data + 8 * k;
+                buf[at..at + 4].copy_from_slice(&p.addr.to_le_bytes());
+                buf[at + 4..at + 8].copy_from_slice(&p.len.to_le_bytes());
+            }
+            buf[e + 16..e + 20].copy_from_slice(&(*data as u32).to_le_bytes());
+            buf[e + 20..e + 24].copy_from_slice(&(PART_LIST | parts.len() as u32).to_le_bytes());
+        }
+    }
+    place(r.key, e + 8, buf, data);
     *count += 1;
 }
 
@@ -235,7 +296,7 @@ impl Emitter {
         }
         let out = out_buf();
         if fits(out) {
-            put_record(&mut out.buf, &mut out.count, &mut out.data, r);
+            put_record(&mut out.buf, &mut out.count, &mut out.data, r, Value::Bytes(r.value));
             return Ok(());
         }
         // Larger than the whole output buffer: hand it over alone, after
@@ -246,15 +307,90 @@ impl Emitter {
         }
         let mut spill = vec![0u8; total];
         let (mut count, mut data) = (0, total);
-        put_record(&mut spill, &mut count, &mut data, r);
+        put_record(&mut spill, &mut count, &mut data, r, Value::Bytes(r.value));
         finish(&mut spill, 1);
         sys::emit(&spill);
         Ok(())
     }
 
+    /// Emits a record like `r` (its value is not used) whose value is the
+    /// concatenation of `parts`, without copying them: the host gathers
+    /// them when it takes the output (ABI version 7, values in parts; the
+    /// module is exported with the `fields` flag). The list is copied, so
+    /// `parts` may be reused at once, but each part's bytes must stay
+    /// unchanged until the current call (`process`, `on_timer`, `close`)
+    /// returns: the record's own bytes (its spans, [`Record::field`]) and
+    /// memory the operator keeps (its configuration) do; a buffer that
+    /// `process` overwrites or drops does not.
+    pub fn emit_parts(&mut self, r: &Record<'_>, parts: &[&[u8]]) -> Result<(), Error> {
+        emit_list(r, parts.len(), Value::Parts(parts))
+    }
+
+    /// [`emit_parts`](Emitter::emit_parts) with [`Part`]s: the pieces
+    /// `parts` names, which must stay unchanged until the current call
+    /// returns, as for `emit_parts`. A list of Parts holds no borrow, so an
+    /// operator can keep it (and its constant pieces, made once in `open`)
+    /// from record to record without allocating.
+    pub fn emit_part_list(&mut self, r: &Record<'_>, parts: &[Part]) -> Result<(), Error> {
+        emit_list(r, parts.len(), Value::PartList(parts))
+    }
+
     /// Emits a record without headers.
     pub fn emit_kv(&mut self, key: &[u8], value: &[u8], timestamp: i64) -> Result<(), Error> {
         self.emit(&Record::new(key, value, timestamp))
+    }
+}
+
+fn emit_list(r: &Record<'_>, n: usize, value: Value<'_>) -> Result<(), Error> {
+    if version() < PARTS_VERSION {
+        return Err(Error::new(format!(
+            "eddy: emit_parts needs ABI version 7, and the module declares {}: export it with the fields flag, as eddy::operator!(T, fields)",
+            version()
+        )));
+    }
+    let size = ENTRY_SIZE as u64 + r.key.len() as u64 + 8 * n as u64 + r.headers.len() as u64;
+    if size > (OUTPUT_BUFFER_SIZE - HEADER_SIZE) as u64 {
+        return Err(Error::new(format!(
+            "eddy: emit_parts: a list of {} parts does not fit in the {}-byte output buffer",
+            n, OUTPUT_BUFFER_SIZE
+        )));
+    }
+    let size = size as usize;
+    let fits = |o: &Output| HEADER_SIZE + ENTRY_SIZE * o.count + size <= o.data;
+    if !fits(out_buf()) {
+        flush();
+    }
+    let out = out_buf();
+    put_record(&mut out.buf, &mut out.count, &mut out.data, r, value);
+    Ok(())
+}
+
+/// One piece of a value emitted with
+/// [`Emitter::emit_part_list`]: the piece's address in the module's
+/// memory and its length, which is what the ABI's part list holds (ABI
+/// version 7). It names the bytes, not a copy, and holds no borrow: the
+/// bytes must stay unchanged until the emitting call returns.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Part {
+    addr: u32,
+    len: u32,
+}
+
+impl Part {
+    /// The empty piece.
+    pub const EMPTY: Part = Part { addr: 0, len: 0 };
+
+    /// `b` as a Part (wasm32: its address is a u32).
+    pub fn of(b: &[u8]) -> Part {
+        Part { addr: b.as_ptr() as usize as u32, len: b.len() as u32 }
+    }
+
+    pub fn len(&self) -> usize {
+        self.len as usize
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
     }
 }
 
@@ -283,10 +419,12 @@ fn headers_ok(b: &[u8]) -> bool {
     true
 }
 
-/// A checked batch: every record's ranges lie inside it.
+/// A checked batch: every record's ranges lie inside it, and so does its
+/// field table when it has one (`row` > 0, the size of a row).
 struct Batch {
     b: &'static [u8],
     count: usize,
+    row: usize,
 }
 
 impl Batch {
@@ -298,13 +436,27 @@ impl Batch {
             &b[o..o + l]
         };
         let hl = get32(b, e + 28);
-        Record { timestamp: get64(b, e), key: span(e + 8), value: span(e + 16), headers: if hl == 0 { &[] } else { span(e + 24) } }
+        let fields = if self.row == 0 {
+            FieldRow::NONE
+        } else {
+            let at = HEADER_SIZE + ENTRY_SIZE * self.count + self.row * i;
+            FieldRow { batch: b, row: &b[at..at + self.row] }
+        };
+        Record {
+            timestamp: get64(b, e),
+            key: span(e + 8),
+            value: span(e + 16),
+            headers: if hl == 0 { &[] } else { span(e + 24) },
+            fields,
+        }
     }
 }
 
 /// Checks a batch as abi.DecodeBatch does, every record before the first is
-/// handled, so that a bad batch fails without partial output.
-fn batch(range: &str, what: &str, ptr: i32, len: i32) -> Result<Batch, Error> {
+/// handled, so that a bad batch fails without partial output. Batches of
+/// eddy_process and eddy_process2 (`table`) carry a field table once the
+/// instance declared fields.
+fn batch_of(range: &str, what: &str, ptr: i32, len: i32, table: bool) -> Result<Batch, Error> {
     let b = input_slice(range, ptr, len)?;
     let n = b.len();
     if n < HEADER_SIZE {
@@ -316,6 +468,13 @@ fn batch(range: &str, what: &str, ptr: i32, len: i32) -> Result<Batch, Error> {
     let count = get32(b, 4);
     if count > MAX_RECORDS || HEADER_SIZE as u64 + count as u64 * ENTRY_SIZE as u64 > n as u64 {
         return Err(Error::new(format!("eddy: {}: malformed: {} records do not fit in {} bytes", what, count, n)));
+    }
+    let row = if table { fields::row_size() } else { 0 };
+    if HEADER_SIZE as u64 + count as u64 * (ENTRY_SIZE + row) as u64 > n as u64 {
+        return Err(Error::new(format!(
+            "eddy: {}: malformed: {} records and their field table do not fit in {} bytes",
+            what, count, n
+        )));
     }
     for i in 0..count as usize {
         let e = HEADER_SIZE + ENTRY_SIZE * i;
@@ -329,7 +488,16 @@ fn batch(range: &str, what: &str, ptr: i32, len: i32) -> Result<Batch, Error> {
             )));
         }
     }
-    Ok(Batch { b, count: count as usize })
+    Ok(Batch { b, count: count as usize, row })
+}
+
+fn batch(range: &str, what: &str, ptr: i32, len: i32) -> Result<Batch, Error> {
+    batch_of(range, what, ptr, len, false)
+}
+
+/// An input batch of eddy_process or eddy_process2.
+fn input_batch(ptr: i32, len: i32) -> Result<Batch, Error> {
+    batch_of("batch", "input batch", ptr, len, true)
 }
 
 fn begin() {
@@ -345,7 +513,7 @@ pub fn open_operator<T: Operator + 'static>(ptr: i32, len: i32) -> i32 {
 pub fn process_operator<T: Operator + 'static>(ptr: i32, len: i32) -> i32 {
     begin();
     status((|| {
-        let b = batch("batch", "input batch", ptr, len)?;
+        let b = input_batch(ptr, len)?;
         let t = op::<T>()?;
         let out = emitter();
         for i in 0..b.count {
@@ -369,7 +537,7 @@ pub fn open_keyed<T: KeyedOperator + 'static>(ptr: i32, len: i32) -> i32 {
 pub fn process_keyed<T: KeyedOperator + 'static>(ptr: i32, len: i32) -> i32 {
     begin();
     let r = (|| {
-        let b = batch("batch", "input batch", ptr, len)?;
+        let b = input_batch(ptr, len)?;
         let t = op::<T>()?;
         let ctx = Context::get();
         for i in 0..b.count {
@@ -384,10 +552,13 @@ pub fn process_keyed<T: KeyedOperator + 'static>(ptr: i32, len: i32) -> i32 {
 }
 
 pub fn timer_keyed<T: KeyedOperator + 'static>(ptr: i32, len: i32) -> i32 {
+    run_timers(ptr, len, |timer, ctx| op::<T>()?.on_timer(timer, ctx))
+}
+
+fn run_timers(ptr: i32, len: i32, mut each: impl FnMut(&Timer, &mut Context) -> Result<(), Error>) -> i32 {
     begin();
     let r = (|| {
         let b = batch("timer batch", "timer batch", ptr, len)?;
-        let t = op::<T>()?;
         let ctx = Context::get();
         for i in 0..b.count {
             let r = b.record(i);
@@ -403,7 +574,7 @@ pub fn timer_keyed<T: KeyedOperator + 'static>(ptr: i32, len: i32) -> i32 {
                 }
             };
             set_key(r.key);
-            t.on_timer(&Timer { domain, timestamp: r.timestamp }, ctx)?;
+            each(&Timer { domain, timestamp: r.timestamp }, ctx)?;
         }
         Ok(())
     })();
@@ -412,6 +583,50 @@ pub fn timer_keyed<T: KeyedOperator + 'static>(ptr: i32, len: i32) -> i32 {
 }
 
 pub fn close_keyed<T: KeyedOperator + 'static>() -> i32 {
+    begin();
+    status(op::<T>().and_then(|t| t.close(emitter())))
+}
+
+// --- two-input keyed operators ---
+
+pub fn open_co<T: KeyedCoOperator + 'static>(ptr: i32, len: i32) -> i32 {
+    open_with(ptr, len, |cfg| T::open(cfg, &mut Declare::new()))
+}
+
+/// The host never calls eddy_process on a module that exports
+/// eddy_process2, so a call means a host that does not know two-input
+/// operators: say so, as the Go and C SDKs do.
+pub fn process_co_one_input() -> i32 {
+    begin();
+    failed(Error::new("eddy: this module is a two-input operator (it is exported with eddy::keyed_co_operator!): it takes records through eddy_process2, not eddy_process"))
+}
+
+pub fn process_co<T: KeyedCoOperator + 'static>(input: i32, ptr: i32, len: i32) -> i32 {
+    begin();
+    let r = (|| {
+        let b = input_batch(ptr, len)?;
+        let input = match input {
+            0 | 1 => input as usize,
+            _ => return Err(Error::new("eddy: eddy_process2 called for an input other than 0 and 1")),
+        };
+        let t = op::<T>()?;
+        let ctx = Context::get();
+        for i in 0..b.count {
+            let r = b.record(i);
+            set_key(r.key);
+            t.process(input, &r, ctx)?;
+        }
+        Ok(())
+    })();
+    set_key(&[]);
+    status(r)
+}
+
+pub fn timer_co<T: KeyedCoOperator + 'static>(ptr: i32, len: i32) -> i32 {
+    run_timers(ptr, len, |timer, ctx| op::<T>()?.on_timer(timer, ctx))
+}
+
+pub fn close_co<T: KeyedCoOperator + 'static>() -> i32 {
     begin();
     status(op::<T>().and_then(|t| t.close(emitter())))
 }

@@ -11,6 +11,8 @@ mod raw {
         pub fn log(level: i32, ptr: *const u8, len: usize);
         #[link_name = "fail"]
         pub fn fail(ptr: *const u8, len: usize);
+        #[link_name = "fields"]
+        pub fn fields(ptr: *const u8, len: usize);
         #[link_name = "state_declare"]
         pub fn state_declare(kind: i32, name: *const u8, name_len: usize, ttl_ms: i64) -> i32;
         #[link_name = "state_declare2"]
@@ -64,6 +66,10 @@ pub fn log(level: i32, msg: &[u8]) {
 
 pub fn fail(msg: &[u8]) {
     unsafe { raw::fail(msg.as_ptr(), msg.len()) }
+}
+
+pub fn fields(list: &[u8]) {
+    unsafe { raw::fields(list.as_ptr(), list.len()) }
 }
 
 pub fn state_declare(kind: i32, name: &[u8], ttl_ms: i64) -> i32 {

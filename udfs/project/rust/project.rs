@@ -1,9 +1,20 @@
 //! The "project" example operator in Rust: a JSON field projector and
 //! filter. It mirrors udfs/project/projection/projection.go, which
 //! documents the configuration and the exact rules; change both together.
+//!
+//! When the configuration names fields or a where clause, it declares them
+//! as fields the host extracts (`eddy::fields`, ABI versions 6 and 7), as
+//! udfs/project/go does, in projection.Declared's order: the "fields"
+//! names, then the where field as the one number path when the clause
+//! compares numbers, else as a span path if it is not one of the names.
+//! It then filters on what the host found (the number already parsed)
+//! and emits the output value as a list of parts (the record's spans and
+//! the `{"name":` pieces made in open) that the host gathers, scanning
+//! and copying nothing. With neither (or a name that is not UTF-8, which a
+//! field list cannot hold) it scans each value itself.
 
 use eddy::json::{self, Kind, Step};
-use eddy::{Emitter, Error, Operator, Record, Result};
+use eddy::{fields, Emitter, Error, Operator, Part, Record, Result};
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Op {
@@ -28,7 +39,22 @@ struct Project {
     number: f64,
     text: Vec<u8>,
     out: Vec<u8>,
+
+    // With declared fields: what the host hands over, and the pieces of
+    // the output value as Parts of memory the operator keeps.
+    declared: bool,
+    compare: bool,             // the where clause compares numbers: number path `nspans`
+    where_span: Option<usize>, // else the where field's span path, if any
+    span_parts: Vec<Part>,     // the current record's spans, one per span path
+    first: Vec<Vec<u8>>,       // `{"name":`: the piece before the first field present
+    next: Vec<Vec<u8>>,        // `,"name":`: before each further one
+    first_parts: Vec<Part>,
+    next_parts: Vec<Part>,
+    list: Vec<Part>, // the output value's part list, reused
 }
+
+static CLOSING: &[u8] = b"}";
+static EMPTY: &[u8] = b"{}";
 
 fn lossy(b: &[u8]) -> String {
     String::from_utf8_lossy(b).into_owned()
@@ -145,10 +171,18 @@ impl Project {
         if json::kind_of(v) != Kind::Number {
             return false;
         }
-        let x = match json::number(v) {
-            Some(x) => x,
-            None => return false,
-        };
+        match json::number(v) {
+            Some(x) => self.compare_number(x),
+            None => false,
+        }
+    }
+
+    // Evaluates a where clause that compares numbers; NaN (no number)
+    // never passes.
+    fn compare_number(&self, x: f64) -> bool {
+        if x.is_nan() {
+            return false;
+        }
         let n = self.number;
         match self.op {
             Op::Eq => x == n,
@@ -175,13 +209,22 @@ impl Operator for Project {
             number: 0.0,
             text: Vec::new(),
             out: Vec::new(),
+            declared: false,
+            compare: false,
+            where_span: None,
+            span_parts: Vec::new(),
+            first: Vec::new(),
+            next: Vec::new(),
+            first_parts: Vec::new(),
+            next_parts: Vec::new(),
+            list: Vec::new(),
         };
         let mut it = json::objects(config).ok_or("project: config is not a JSON object")?;
         let (mut seen_fields, mut seen_where) = (false, false);
         loop {
             match it.next_step() {
                 Step::Malformed => return Err("project: config is not valid JSON".into()),
-                Step::End => return Ok(p),
+                Step::End => break,
                 Step::Field(k, v) => {
                     if json::equal(k, b"fields") && !seen_fields {
                         seen_fields = true;
@@ -195,9 +238,14 @@ impl Operator for Project {
                 }
             }
         }
+        p.declare()?;
+        Ok(p)
     }
 
     fn process(&mut self, r: &Record<'_>, out: &mut Emitter) -> Result {
+        if self.declared {
+            return self.process_fields(r, out);
+        }
         let value = r.value;
         let mut it = match json::objects(value) {
             Some(it) => it,
@@ -249,4 +297,84 @@ impl Operator for Project {
     }
 }
 
-eddy::operator!(Project);
+impl Project {
+    /// Declares the paths projection.Declared gives, unless there are none
+    /// or a name is not UTF-8: then process scans.
+    fn declare(&mut self) -> Result {
+        let numeric_where = self.numeric && self.op != Op::None && self.op != Op::Exists;
+        let where_at = self.fields.iter().position(|f| *f == self.wherefield).filter(|_| self.op != Op::None);
+        let mut names: Vec<&[u8]> = self.fields.iter().map(|f| &f[..]).collect();
+        let mut numbers: Vec<&[u8]> = Vec::new();
+        if numeric_where {
+            numbers.push(&self.wherefield);
+        } else if self.op != Op::None && where_at.is_none() {
+            names.push(&self.wherefield);
+        }
+        if names.is_empty() && numbers.is_empty() {
+            return Ok(());
+        }
+        let utf8 = |v: &[&[u8]]| -> Option<Vec<[String; 1]>> {
+            v.iter().map(|n| std::str::from_utf8(n).ok().map(|s| [s.to_string()])).collect()
+        };
+        let (spans, nums) = match (utf8(&names), utf8(&numbers)) {
+            (Some(s), Some(n)) => (s, n),
+            _ => return Ok(()), // a field list holds UTF-8 only: scan
+        };
+        fields::declare_with_numbers(&spans, &nums)?;
+        self.declared = true;
+        self.compare = numeric_where;
+        self.where_span = if self.op == Op::None || numeric_where { None } else { Some(where_at.unwrap_or(self.fields.len())) };
+        self.span_parts = vec![Part::EMPTY; spans.len()];
+        for prefix in &self.prefixes {
+            let mut f = vec![b'{'];
+            f.extend_from_slice(prefix);
+            let mut n = vec![b','];
+            n.extend_from_slice(prefix);
+            self.first.push(f);
+            self.next.push(n);
+        }
+        // The pieces' bytes stay where they are for the operator's life.
+        self.first_parts = self.first.iter().map(|b| Part::of(b)).collect();
+        self.next_parts = self.next.iter().map(|b| Part::of(b)).collect();
+        self.list = Vec::with_capacity(2 * self.fields.len() + 1);
+        Ok(())
+    }
+
+    /// process with the fields the host found: ApplyParts.
+    fn process_fields(&mut self, r: &Record<'_>, out: &mut Emitter) -> Result {
+        if !r.span_parts(&mut self.span_parts) {
+            return Ok(()); // not a JSON object
+        }
+        let keep = if self.compare {
+            self.compare_number(r.number(self.span_parts.len()).unwrap_or(f64::NAN))
+        } else {
+            match self.where_span {
+                Some(w) => self.matches(r.field(w)),
+                None => true,
+            }
+        };
+        if !keep {
+            return Ok(());
+        }
+        self.list.clear();
+        if self.all {
+            self.list.push(Part::of(r.value));
+        } else {
+            let mut prefix = &self.first_parts;
+            for (i, s) in self.span_parts[..self.fields.len()].iter().enumerate() {
+                if *s == Part::EMPTY {
+                    continue;
+                }
+                self.list.push(prefix[i]);
+                self.list.push(*s);
+                prefix = &self.next_parts;
+            }
+            self.list.push(Part::of(if self.list.is_empty() { EMPTY } else { CLOSING }));
+        }
+        // Both kinds of part outlive the call, as emit_part_list needs: the
+        // spans are the input batch's bytes, the pieces the operator's.
+        out.emit_part_list(r, &self.list)
+    }
+}
+
+eddy::operator!(Project, fields);

@@ -5,6 +5,7 @@
 //!   panic   panics (the panic hook must turn it into the task's error)
 //!   unwrap  unwraps a None (a panic raised inside std)
 //!   fail    returns an Err
+//!   parts   emits a value in parts, which its version (4) does not have
 //!   other   appends the value to a list state, counts it in a map state,
 //!           stores it in a value state of schema 1, and emits
 //!           "<list length>,<map entries>,<previous value's schema>,<watermark>"
@@ -41,6 +42,7 @@ impl KeyedOperator for Guest {
                 Ok(())
             }
             b"fail" => Err("rustguest: refusing the record \"fail\"".into()),
+            b"parts" => ctx.emit_parts(r, &[r.value]),
             v => {
                 self.processed += 1;
                 ctx.register_timer(TimeDomain::ProcessingTime, r.timestamp);
