@@ -17,7 +17,7 @@ import (
 	"github.com/eddy-stream/eddy/state"
 )
 
-// coJob runs udfs/regularjoin ($LANG: go or c), a two-input keyed Wasm operator (ABI
+// coJob runs udfs/regularjoin ($LANG: go, c or as), a two-input keyed Wasm operator (ABI
 // version 5), on two paced generators keyed by card: every pair of a txns
 // and a payments record of the same card is joined once, and at the end
 // (the final watermark is +∞) each card's report timer fires once with the
@@ -91,14 +91,14 @@ func coModel(t *testing.T, lefts, rights []string) []string {
 	return out
 }
 
-// TestCheckpointTwoInputWasm runs the two-input Wasm operator (its Go
-// and its C build) uninterrupted, checks its output against the model, then crashes it
+// TestCheckpointTwoInputWasm runs the two-input Wasm operator (its Go, C
+// and AssemblyScript builds) uninterrupted, checks its output against the model, then crashes it
 // after checkpoints and restores it (on memory and on Pebble state): the
 // published output must still be the model's, each pair and each report
 // once.
 func TestCheckpointTwoInputWasm(t *testing.T) {
 	engine := newEngine(t, host.DefaultConfig())
-	for _, lang := range []string{"go", "c"} {
+	for _, lang := range []string{"go", "c", "as"} {
 		t.Run(lang, func(t *testing.T) {
 			ref := t.TempDir()
 			if _, err := newChkJob(t, engine, coText(lang, ref, 0, "memory", true), "memory").Run(context.Background()); err != nil {

@@ -79,7 +79,8 @@ func TestMain(m *testing.M) {
 // declare: the stateful ones 2, the aggregate 3, the projection modules
 // of Go and C 7 (they declare the fields they read; linking the SDKs'
 // fields support declares 7, whose number paths and values in parts the
-// Go one uses too), the others (the window function top-n too) 1.
+// Go one uses too), the two-input regular-join 5, the others (the window
+// function top-n too) 1.
 var moduleVersions = map[string]uint64{
 	"project-go": abi.PartsVersion, "project-c": abi.PartsVersion,
 	"split-go": 1, "split-c": 1,
@@ -91,6 +92,7 @@ var moduleVersions = map[string]uint64{
 	"card-stats-rust": 3, "top-n-rust": 1,
 	"project-as": 1, "split-as": 1, "counter-as": 2, "country-change-as": 2,
 	"card-stats-as": 3, "top-n-as": 1,
+	"regular-join-as": abi.TwoInputVersion,
 }
 
 // calls is what the host saw during the guest calls of one instance.
@@ -537,6 +539,7 @@ func TestFailures(t *testing.T) {
 var v2Used = map[string][]string{
 	"counter":        {abi.ImportProcessingTime, abi.ImportStateClear, abi.ImportStateDeclare, abi.ImportStateGet, abi.ImportStatePut, abi.ImportTimerDelete, abi.ImportTimerRegister},
 	"country-change": {abi.ImportStateClear, abi.ImportStateDeclare, abi.ImportStateGet, abi.ImportStatePut, abi.ImportTimerDelete, abi.ImportTimerRegister},
+	"regular-join":   {abi.ImportStateAppend, abi.ImportStateClear, abi.ImportStateDeclare, abi.ImportStateList, abi.ImportTimerRegister},
 }
 
 // TestInterface checks the built modules against the ABI's lists of exports
