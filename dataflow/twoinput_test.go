@@ -17,7 +17,7 @@ import (
 	"github.com/eddy-stream/eddy/state"
 )
 
-// coJob runs udfs/regularjoin ($LANG: go, c or rust), a two-input keyed Wasm operator (ABI
+// coJob runs udfs/regularjoin ($LANG: go, c, rust or as), a two-input keyed Wasm operator (ABI
 // version 5), on two paced generators keyed by card: every pair of a txns
 // and a payments record of the same card is joined once, and at the end
 // (the final watermark is +∞) each card's report timer fires once with the
@@ -92,13 +92,13 @@ func coModel(t *testing.T, lefts, rights []string) []string {
 }
 
 // TestCheckpointTwoInputWasm runs the two-input Wasm operator (its Go,
-// C and Rust builds) uninterrupted, checks its output against the model, then crashes it
+// C, Rust and AssemblyScript builds) uninterrupted, checks its output against the model, then crashes it
 // after checkpoints and restores it (on memory and on Pebble state): the
 // published output must still be the model's, each pair and each report
 // once.
 func TestCheckpointTwoInputWasm(t *testing.T) {
 	engine := newEngine(t, host.DefaultConfig())
-	for _, lang := range []string{"go", "c", "rust"} {
+	for _, lang := range []string{"go", "c", "rust", "as"} {
 		t.Run(lang, func(t *testing.T) {
 			ref := t.TempDir()
 			if _, err := newChkJob(t, engine, coText(lang, ref, 0, "memory", true), "memory").Run(context.Background()); err != nil {
@@ -179,7 +179,8 @@ nodes:
 }
 
 // TestSwapTwoInput hot-swaps a two-input Wasm node mid-stream, the Go
-// build of udfs/regularjoin for the C one (the same state encoding), at a
+// build of udfs/regularjoin for the C one and for the AssemblyScript one
+// (the same state encoding), at a
 // swap savepoint whose barrier comes on both inputs: both tasks of the
 // node pause for it, and the published output is still exactly the
 // model's, each pair and each card's report once, so the state both
@@ -192,27 +193,29 @@ func TestSwapTwoInput(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := coModel(t, sinkLines(t, ref, "txns.jsonl"), sinkLines(t, ref, "payments.jsonl"))
-	for _, backend := range []string{"memory", "pebble"} {
-		t.Run(backend, func(t *testing.T) {
-			e := newChkEnv(t, engine)
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			job := newChkJob(t, engine, coText("go", e.out, chkRate/40, backend, false), backend)
-			run, err := job.StartDeployment(ctx, dataflow.Deployment{JobID: "chk", Tasks: taskIDs(job), Checkpointing: e.checkpointing()}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			runs := []*dataflow.Running{run}
-			waitRecords(t, job, runs, 800)
-			e.checkpoint(job, runs, true)
-			prepareAll(t, runs, dataflow.Swap{ID: 1, Node: "joined", Module: udf(t, engine, "regular-join-c")})
-			waitRecords(t, job, runs, 1600)
-			e.swapAt(job, runs, 1, "joined")
-			if n := sourceRecords(job); n >= 4500 {
-				t.Fatalf("the sources had produced all %d records by the swap: it was not mid-stream", n)
-			}
-			waitAll(t, runs)
-			diff("joined across the swap", joinedLines(t, e.out), want, t)
-		})
+	for _, to := range []string{"c", "as"} {
+		for _, backend := range []string{"memory", "pebble"} {
+			t.Run(to+"/"+backend, func(t *testing.T) {
+				e := newChkEnv(t, engine)
+				ctx, cancel := context.WithCancel(context.Background())
+				defer cancel()
+				job := newChkJob(t, engine, coText("go", e.out, chkRate/40, backend, false), backend)
+				run, err := job.StartDeployment(ctx, dataflow.Deployment{JobID: "chk", Tasks: taskIDs(job), Checkpointing: e.checkpointing()}, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				runs := []*dataflow.Running{run}
+				waitRecords(t, job, runs, 800)
+				e.checkpoint(job, runs, true)
+				prepareAll(t, runs, dataflow.Swap{ID: 1, Node: "joined", Module: udf(t, engine, "regular-join-"+to)})
+				waitRecords(t, job, runs, 1600)
+				e.swapAt(job, runs, 1, "joined")
+				if n := sourceRecords(job); n >= 4500 {
+					t.Fatalf("the sources had produced all %d records by the swap: it was not mid-stream", n)
+				}
+				waitAll(t, runs)
+				diff("joined across the swap", joinedLines(t, e.out), want, t)
+			})
+		}
 	}
 }

@@ -10,13 +10,13 @@ import (
 	"github.com/eddy-stream/eddy/state"
 )
 
-// TestTwoInputOperator drives udfs/regularjoin (Go, C and Rust), a two-input
+// TestTwoInputOperator drives udfs/regularjoin (Go, C, Rust and AssemblyScript), a two-input
 // operator of ABI version 5, with records of both inputs: the state it
 // keeps under a key is one for both inputs, and the report timer that the
 // first record of a key sets (from either input) fires once.
 func TestTwoInputOperator(t *testing.T) {
 	e := newKeyedEngine(t)
-	for _, lang := range []string{"go", "c", "rust"} {
+	for _, lang := range []string{"go", "c", "rust", "as"} {
 		t.Run(lang, func(t *testing.T) {
 			m := loadUDF(t, e, "regular-join-"+lang)
 			if !m.IsTwoInput() || m.abiVersion != abi.TwoInputVersion {

@@ -77,11 +77,11 @@ func TestMain(m *testing.M) {
 
 // moduleVersions are the built modules and the ABI version each must
 // declare: the stateful ones 2, the two-input regular-join 5, the
-// aggregate 3, the projection modules of Go, C and Rust 7 (they declare
-// the fields they read; linking the SDKs' fields support, or the Rust
-// macros' fields flag, declares 7, whose number paths and values in parts
-// the Go and Rust ones use too), the others (the window function top-n
-// too) 1.
+// aggregate 3, the projection modules of all four languages 7 (they
+// declare the fields they read; linking the SDKs' fields support, or the
+// Rust macros' fields flag, declares 7, whose number paths and values in
+// parts the Go, Rust and AssemblyScript ones use too), the others (the
+// window function top-n too) 1.
 var moduleVersions = map[string]uint64{
 	"project-go": abi.PartsVersion, "project-c": abi.PartsVersion,
 	"split-go": 1, "split-c": 1,
@@ -91,8 +91,9 @@ var moduleVersions = map[string]uint64{
 	"top-n-go": 1, "top-n-c": 1,
 	"project-rust": abi.PartsVersion, "split-rust": 1, "counter-rust": 2, "country-change-rust": 2,
 	"card-stats-rust": 3, "top-n-rust": 1, "regular-join-rust": abi.TwoInputVersion,
-	"project-as": 1, "split-as": 1, "counter-as": 2, "country-change-as": 2,
+	"project-as": abi.PartsVersion, "split-as": 1, "counter-as": 2, "country-change-as": 2,
 	"card-stats-as": 3, "top-n-as": 1,
+	"regular-join-as": abi.TwoInputVersion,
 }
 
 // calls is what the host saw during the guest calls of one instance.
@@ -453,11 +454,12 @@ func TestLargeOutput(t *testing.T) {
 					}
 				}
 				t.Logf("%d records in %d emits of the output buffer and %d of a larger record", len(got), full, big)
-				// The Go and Rust projections with fields emit values in
-				// parts (version 7): the huge value is a few parts in the
-				// buffer, gathered by the host, not a batch of its own.
+				// The Go, Rust and AssemblyScript projections with fields
+				// emit values in parts (version 7): the huge value is a few
+				// parts in the buffer, gathered by the host, not a batch of
+				// its own.
 				wantBig := 1
-				if tc.udf == "project" && (lang == "go" || lang == "rust") && tc.config != `{}` {
+				if tc.udf == "project" && lang != "c" && tc.config != `{}` {
 					wantBig = 0
 				}
 				if full < 3 || big != wantBig {

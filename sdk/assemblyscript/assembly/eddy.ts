@@ -37,6 +37,9 @@ export class Record {
   valueLen: u32 = 0;
   headersPtr: usize = 0;
   headersLen: u32 = 0;
+  /** The record's row of the batch's field table (version 6, fields.ts),
+   *  0 when the module declared no fields or the batch has no table. */
+  fieldsRow: usize = 0;
 
   /** A copy of the key. */
   key(): Uint8Array { return copyBytes(this.keyPtr, this.keyLen); }
@@ -254,6 +257,18 @@ export let hasKey = false;
 /** True during eddy_open, the only call that may declare state. */
 export let opening = false;
 
+/** The batch being handed over (its records' offsets are relative to
+ *  it), for fields.ts's bounds check of a span; 0 between batches. */
+export let batchPtr: usize = 0;
+export let batchLen: u32 = 0;
+// The size of a row of the field table of the batches of eddy_process
+// and eddy_process2 (4 + 8 × paths), 0 until fields.ts has declared
+// fields.
+let fieldsRowSize: u32 = 0;
+
+/** Called by fields.ts once the host has taken the module's paths. */
+export function setFieldPaths(paths: u32): void { fieldsRowSize = 4 + 8 * paths; }
+
 // ---- fail, log, abort -----------------------------------------------------
 
 /** Sets the error message of the current call and returns false, so that
@@ -337,11 +352,28 @@ function flush(): void {
 /** Emits a record with headers; false (after fail) outside the calls that
  *  may emit. The bytes are copied at once. */
 export function emitFull(keyPtr: usize, keyLen: u32, valuePtr: usize, valueLen: u32, ts: i64, headersPtr: usize, headersLen: u32): bool {
+  return emitEntry(keyPtr, keyLen, valuePtr, valueLen, ts, headersPtr, headersLen, -1);
+}
+
+/** Emits a record whose value is the concatenation of the n parts of the
+ *  part list at list (version 7: n times an address and a length, u32
+ *  each), which is copied at once; the parts are not: the host gathers
+ *  them when it takes the output, so they must stay unchanged until the
+ *  current call returns (see fields.ts's emitParts). */
+export function emitPartList(keyPtr: usize, keyLen: u32, list: usize, n: u32, ts: i64, headersPtr: usize, headersLen: u32): bool {
+  if (n > 0x0fffffff) return fail("eddy: a list of " + n.toString() + " parts is too long to emit");
+  return emitEntry(keyPtr, keyLen, list, n << 3, ts, headersPtr, headersLen, <i32>n);
+}
+
+// Writes one entry: a value, or when parts >= 0 the part list of that
+// many parts at [valuePtr, +valueLen), marked as one in value_len.
+function emitEntry(keyPtr: usize, keyLen: u32, valuePtr: usize, valueLen: u32, ts: i64, headersPtr: usize, headersLen: u32, parts: i32): bool {
   if (!emitting) return fail("eddy: emit called outside process, onTimer, the aggregate calls and close");
   const size = recordSize(keyLen, valueLen, headersLen);
   if (!fits(size)) flush();
   if (fits(size)) {
     outData = putRecord(OUTPUT, outCount, outData, ts, keyPtr, keyLen, valuePtr, valueLen, headersPtr, headersLen);
+    if (parts >= 0) store<u32>(OUTPUT + HEADER_SIZE + ENTRY_SIZE * outCount + 20, 0x80000000 | <u32>parts);
     outCount++;
     return true;
   }
@@ -351,6 +383,7 @@ export function emitFull(keyPtr: usize, keyLen: u32, valuePtr: usize, valueLen: 
   if (total > 0x7fffffff) return fail("eddy: a record of " + size.toString() + " bytes is too large to emit");
   const spill = heap.alloc(<usize>total);
   putRecord(spill, 0, <u32>total, ts, keyPtr, keyLen, valuePtr, valueLen, headersPtr, headersLen);
+  if (parts >= 0) store<u32>(spill + HEADER_SIZE + 20, 0x80000000 | <u32>parts);
   store<u32>(spill, BATCH_MAGIC);
   store<u32>(spill + 4, 1);
   hostEmit(spill, <u32>total);
@@ -423,8 +456,11 @@ export abstract class BatchVisitor {
 const theRecord = new Record();
 
 /** Checks a batch as abi.DecodeBatch does, then hands each record to v
- *  with emit allowed and the record's key current. Returns a status. */
-export function runBatch(range: string, what: string, batch: usize, len: u32, v: BatchVisitor): i32 {
+ *  with emit allowed and the record's key current. Returns a status.
+ *  fieldTable: the batch is one of eddy_process or eddy_process2, which
+ *  carries the field table after the entries once the module declared
+ *  fields (version 6); each record's fieldsRow then points at its row. */
+export function runBatch(range: string, what: string, batch: usize, len: u32, v: BatchVisitor, fieldTable: bool = false): i32 {
   failed = false;
   if (!inInput(batch, len)) return outsideInput(range, batch, len);
   if (len < HEADER_SIZE) {
@@ -440,6 +476,12 @@ export function runBatch(range: string, what: string, batch: usize, len: u32, v:
     fail("eddy: " + what + ": malformed: " + count.toString() + " records do not fit in " + len.toString() + " bytes");
     return 1;
   }
+  const row: u32 = fieldTable ? fieldsRowSize : 0;
+  if (row != 0 && <u64>HEADER_SIZE + <u64>count * (ENTRY_SIZE + row) > <u64>len) {
+    fail("eddy: " + what + ": malformed: the field table of " + count.toString() + " records does not fit in " + len.toString() + " bytes");
+    return 1;
+  }
+  const table: usize = row != 0 ? batch + HEADER_SIZE + ENTRY_SIZE * count : 0;
   // Every record is checked before the first is processed, so a bad batch
   // fails without partial output.
   for (let i: u32 = 0; i < count; i++) {
@@ -453,6 +495,8 @@ export function runBatch(range: string, what: string, batch: usize, len: u32, v:
   }
   emitting = true;
   hasKey = true;
+  batchPtr = batch;
+  batchLen = len;
   const r = theRecord;
   for (let i: u32 = 0; i < count; i++) {
     const e = batch + HEADER_SIZE + ENTRY_SIZE * i;
@@ -463,6 +507,7 @@ export function runBatch(range: string, what: string, batch: usize, len: u32, v:
     r.valueLen = load<u32>(e + 20);
     r.headersLen = load<u32>(e + 28);
     r.headersPtr = r.headersLen != 0 ? batch + load<u32>(e + 24) : 0;
+    r.fieldsRow = table != 0 ? table + <usize>row * i : 0;
     currentKeyPtr = r.keyPtr;
     currentKeyLen = r.keyLen;
     if (!v.visit(r, i, count)) {
@@ -477,6 +522,8 @@ export function runBatch(range: string, what: string, batch: usize, len: u32, v:
 
 function endBatch(): void {
   emitting = false;
+  batchPtr = 0;
+  batchLen = 0;
   hasKey = false;
   currentKeyPtr = 0;
   currentKeyLen = 0;
@@ -526,7 +573,7 @@ class ProcessVisitor extends BatchVisitor {
 const processVisitor = new ProcessVisitor();
 
 export function exportProcess(batch: usize, len: u32): i32 {
-  return runBatch("batch", "input batch", batch, len, processVisitor);
+  return runBatch("batch", "input batch", batch, len, processVisitor, true);
 }
 
 function closeBody(): bool { return operator().close(); }

@@ -9,6 +9,9 @@ export declare function hostLog(level: i32, ptr: usize, len: u32): void;
 @external("eddy", "fail")
 export declare function hostFail(ptr: usize, len: u32): void;
 
+@external("eddy", "fields")
+export declare function hostFields(list: usize, len: u32): void;
+
 @external("eddy", "state_declare")
 export declare function hostStateDeclare(kind: i32, name: usize, nameLen: u32, ttlMs: i64): i32;
 @external("eddy", "state_declare2")

@@ -2,9 +2,20 @@
 // field projector and filter. It mirrors udfs/project/projection, which
 // documents the configuration and the exact rules (and the C version,
 // udfs/project/c/project.c); change them together. Build: see udfs/Makefile.
-import { Buffer, Operator, Record, emitRecord, emit, fail, register } from "../../../sdk/assemblyscript/assembly/eddy";
+//
+// When the configuration names fields or a where clause, it declares them
+// as udfs/project/go does (fields.ts, ABI version 7; projection.Declared):
+// the "fields" names as span paths, then the where field, as the only
+// number path when the clause compares numbers, else as a span path
+// unless it is one of the "fields". The host then checks each value,
+// finds the members and parses the number; the output value goes out as
+// a part list (the record's spans and the configuration's member names,
+// projection.Pieces) that the host gathers, so nothing is scanned or
+// copied here. With neither, only validity counts and it scans values.
+import { Buffer, Operator, Record, emitRecord, fail, register } from "../../../sdk/assemblyscript/assembly/eddy";
+import * as fields from "../../../sdk/assemblyscript/assembly/fields";
 import * as json from "../../../sdk/assemblyscript/assembly/json";
-export * from "../../../sdk/assemblyscript/assembly/exports/operator";
+export * from "../../../sdk/assemblyscript/assembly/exports/fields";
 
 const OP_NONE = 0, OP_EQ = 1, OP_NE = 2, OP_LT = 3, OP_LE = 4, OP_GT = 5, OP_GE = 6, OP_EXISTS = 7;
 
@@ -30,6 +41,16 @@ class Project extends Operator {
   it: json.Iter = new json.Iter();
   cond: json.Span = new json.Span();
 
+  // With fields declared: the where field's span path (-1: none, or it is
+  // the number path numberAt), the pieces `{"name":` and `,"name":` of
+  // each field, and the part list reused for every output value.
+  declared: bool = false;
+  whereAt: i32 = -1;
+  numberAt: i32 = -1;
+  first: Buffer[] = [];
+  next: Buffer[] = [];
+  parts: fields.Parts = new fields.Parts();
+
   open(config: usize, len: u32): bool {
     const it = new json.Iter();
     let seenFields = false, seenWhere = false;
@@ -48,7 +69,36 @@ class Project extends Operator {
         return fail("project: config: unknown or repeated key " + it.key.toString());
       }
     }
-    return true;
+    return this.declarePaths();
+  }
+
+  // Declares the paths of projection.Declared (see the top of the file).
+  declarePaths(): bool {
+    const nf = this.fields.length;
+    const spans: json.Name[][] = [], numbers: json.Name[][] = [];
+    for (let i = 0; i < nf; i++) {
+      spans.push([this.fields[i]]);
+      const first = new Buffer(), next = new Buffer();
+      first.byte(0x7b).appendBuffer(this.prefixes[i]);
+      next.byte(0x2c).appendBuffer(this.prefixes[i]);
+      this.first.push(first);
+      this.next.push(next);
+    }
+    if (this.op != OP_NONE && this.op != OP_EXISTS && this.numeric) {
+      this.numberAt = nf;
+      numbers.push([this.where]);
+    } else if (this.op != OP_NONE) {
+      for (let i = 0; i < nf; i++) {
+        if (this.fields[i].equalsRaw(this.where.ptr, this.where.len)) this.whereAt = i;
+      }
+      if (this.whereAt < 0) {
+        this.whereAt = nf;
+        spans.push([this.where]);
+      }
+    }
+    if (spans.length + numbers.length == 0) return true; // nothing to read: scan
+    this.declared = true;
+    return fields.declareFieldNames(spans, numbers);
   }
 
   parseFields(value: json.Span): bool {
@@ -125,6 +175,13 @@ class Project extends Operator {
     if (v.kind() != json.NUMBER) return false;
     const x = json.number(v.ptr, v.len);
     if (!json.numberOk) return false;
+    return this.compare(x);
+  }
+
+  // Evaluates a where clause that compares numbers on x; NaN (no number)
+  // never passes.
+  compare(x: f64): bool {
+    if (isNaN(x)) return false;
     switch (this.op) {
       case OP_EQ: return x == this.number;
       case OP_NE: return x != this.number;
@@ -137,6 +194,7 @@ class Project extends Operator {
   }
 
   process(r: Record): bool {
+    if (this.declared) return this.processFields(r);
     const it = this.it;
     const cond = this.cond;
     cond.clear();
@@ -172,7 +230,39 @@ class Project extends Operator {
     out.byte(0x7d);
     return emitFullOf(r, out);
   }
+
+  // process with what the host found: the where clause on its number or
+  // span, then the output as parts of the record's value and of the
+  // pieces, which stay as they are until the call returns.
+  processFields(r: Record): bool {
+    if (!fields.valid(r)) return true;
+    const cond = this.cond;
+    if (this.numberAt >= 0) {
+      if (!this.compare(fields.number(r, this.numberAt))) return true;
+    } else if (this.whereAt >= 0) {
+      fields.field(r, this.whereAt, cond);
+      if (!this.match(cond)) return true;
+    }
+    const parts = this.parts.reset();
+    if (this.all) {
+      parts.add(r.valuePtr, r.valueLen);
+      return fields.emitParts(r, parts);
+    }
+    const nf = this.fields.length;
+    let n = 0;
+    for (let i = 0; i < nf; i++) {
+      if (!fields.field(r, i, cond)) continue;
+      const prefix = n == 0 ? unchecked(this.first[i]) : unchecked(this.next[i]);
+      parts.add(prefix.ptr, prefix.len).add(cond.ptr, cond.len);
+      n++;
+    }
+    if (n == 0) parts.add(EMPTY, 2);
+    else parts.add(EMPTY + 1, 1);
+    return fields.emitParts(r, parts);
+  }
 }
+
+const EMPTY = memory.data<u8>([0x7b, 0x7d]); // "{}"; "}" at EMPTY + 1
 
 // The projected value with the record's key, timestamp and headers, as the
 // Go and C versions keep them.
