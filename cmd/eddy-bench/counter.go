@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"runtime/pprof"
-	"sort"
 	"time"
 
 	"github.com/eddy-stream/eddy/dataflow/jobspec"
@@ -113,50 +112,49 @@ func benchCounter(root string, records, runs int) error {
 			}, func() { inst.Close() }, nil
 		}})
 	}
-	fmt.Printf("operator only: counter (keyed, in-memory state, %d keys) over %d batches of %d records, median of %d runs\n",
+	fmt.Printf("operator only: counter (keyed, in-memory state, %d keys) over %d batches of %d records, %d interleaved rounds (medians)\n",
 		counterKeys, len(batches), jobspec.DefaultBatchSize, runs)
-	perRecord := make([]float64, len(variants))
+	out := stream.NewBatch(jobspec.DefaultBatchSize)
 	run := 0
-	for i, v := range variants {
-		out := stream.NewBatch(jobspec.DefaultBatchSize)
-		var samples []float64
-		for r := 0; r < runs; r++ {
-			run++
-			st, err := newStore(run)
-			if err != nil {
-				return err
-			}
-			process, closeFn, err := v.open(st)
-			if err != nil {
-				return fmt.Errorf("%s: %w", v.label, err)
-			}
-			start := time.Now()
-			// Labelled, so that -cpuprofile splits by variant (pprof -tagfocus=variant=...).
-			pprof.Do(ctx, pprof.Labels("variant", "counter "+v.label), func(context.Context) {
-				for _, b := range batches {
-					out.Reset()
-					if err = process(b, out); err != nil {
-						return
-					}
-				}
-			})
-			if err != nil {
-				closeFn()
-				return fmt.Errorf("%s: %w", v.label, err)
-			}
-			samples = append(samples, float64(time.Since(start).Nanoseconds())/float64(records))
-			// The last batch's last count says the run counted every record.
-			last := out.Records[out.Len()-1]
-			if want := counting.AppendJSON(nil, last.Key, uint64((records+counterKeys-1)/counterKeys)); records%counterKeys == 0 && string(last.Value) != string(want) {
-				closeFn()
-				return fmt.Errorf("%s: last output %s, want %s", v.label, last.Value, want)
-			}
-			closeFn()
+	perRecord, ratio, err := rounds(runs, len(variants), func(i int) (float64, error) {
+		v := variants[i]
+		run++
+		st, err := newStore(run)
+		if err != nil {
+			return 0, err
 		}
-		sort.Float64s(samples)
-		perRecord[i] = samples[len(samples)/2]
+		process, closeFn, err := v.open(st)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", v.label, err)
+		}
+		defer closeFn()
+		start := time.Now()
+		// Labelled, so that -cpuprofile splits by variant (pprof -tagfocus=variant=...).
+		pprof.Do(ctx, pprof.Labels("variant", "counter "+v.label), func(context.Context) {
+			for _, b := range batches {
+				out.Reset()
+				if err = process(b, out); err != nil {
+					return
+				}
+			}
+		})
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", v.label, err)
+		}
+		cost := float64(time.Since(start).Nanoseconds()) / float64(records)
+		// The last batch's last count says the run counted every record.
+		last := out.Records[out.Len()-1]
+		if want := counting.AppendJSON(nil, last.Key, uint64((records+counterKeys-1)/counterKeys)); records%counterKeys == 0 && string(last.Value) != string(want) {
+			return 0, fmt.Errorf("%s: last output %s, want %s", v.label, last.Value, want)
+		}
+		return cost, nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, v := range variants {
 		fmt.Printf("  %-14s %8.1f ns/record %12.0f records/s\n", v.label, perRecord[i], 1e9/perRecord[i])
 	}
-	printRatios(perRecord)
+	printRatios(ratio)
 	return nil
 }

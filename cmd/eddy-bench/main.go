@@ -18,7 +18,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/pprof"
-	"sort"
 	"time"
 
 	"github.com/eddy-stream/eddy/connectors"
@@ -202,40 +201,43 @@ nodes:
 		{"(b) C module", filepath.Join(root, "udfs/build/project-c.wasm")},
 		{"(c) Go module", filepath.Join(root, "udfs/build/project-go.wasm")},
 		{"(d) Rust module", filepath.Join(root, "udfs/build/project-rust.wasm")},
+		{"(e) AS module", filepath.Join(root, "udfs/build/project-as.wasm")},
 	}
-	fmt.Printf("pipeline: generator(transactions) → projection → discard, %d records, parallelism 1, median of %d runs, GOMAXPROCS %d\n",
+	fmt.Printf("pipeline: generator(transactions) → projection → discard, %d records, parallelism 1, %d interleaved rounds (medians), GOMAXPROCS %d\n",
 		records, runs, runtime.GOMAXPROCS(0))
-	rates := make([]float64, len(variants))
 	var kept int64
+	specs := make([]*jobspec.Spec, len(variants))
 	for i, v := range variants {
-		spec, err := jobspec.Parse([]byte(specText(v.module)), "")
-		if err != nil {
+		if specs[i], err = jobspec.Parse([]byte(specText(v.module)), ""); err != nil {
 			return err
 		}
-		var samples []float64
-		for r := 0; r < runs; r++ {
-			job, err := dataflow.NewJob(ctx, spec, dataflow.Options{Connectors: connectors.Registry{}, Engine: engine, NativeOperators: natives})
-			if err != nil {
-				return err
-			}
-			sum, err := job.Run(ctx)
-			if err != nil {
-				return fmt.Errorf("%s: %w", v.label, err)
-			}
-			if i == 0 {
-				kept = sum.Nodes[1].Out
-			} else if sum.Nodes[1].Out != kept {
-				return fmt.Errorf("%s kept %d records, native Go kept %d: the variants disagree", v.label, sum.Nodes[1].Out, kept)
-			}
-			samples = append(samples, float64(records)/sum.Elapsed.Seconds())
-		}
-		sort.Float64s(samples)
-		rates[i] = samples[len(samples)/2]
-		fmt.Printf("  %-14s %12.0f records/s\n", v.label, rates[i])
 	}
-	fmt.Printf("  ratio b/a (C module / native)  %.2f\n", rates[1]/rates[0])
-	fmt.Printf("  ratio c/a (Go module / native) %.2f\n", rates[2]/rates[0])
-	fmt.Printf("  ratio d/a (Rust module / native) %.2f\n", rates[3]/rates[0])
+	cost, ratio, err := rounds(runs, len(variants), func(i int) (float64, error) {
+		v := variants[i]
+		job, err := dataflow.NewJob(ctx, specs[i], dataflow.Options{Connectors: connectors.Registry{}, Engine: engine, NativeOperators: natives})
+		if err != nil {
+			return 0, err
+		}
+		sum, err := job.Run(ctx)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", v.label, err)
+		}
+		if i == 0 {
+			kept = sum.Nodes[1].Out
+		} else if sum.Nodes[1].Out != kept {
+			return 0, fmt.Errorf("%s kept %d records, native Go kept %d: the variants disagree", v.label, sum.Nodes[1].Out, kept)
+		}
+		return float64(sum.Elapsed.Nanoseconds()) / float64(records), nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, v := range variants {
+		fmt.Printf("  %-14s %12.0f records/s\n", v.label, 1e9/cost[i])
+	}
+	for i, name := range []string{"C", "Go", "Rust", "AS"} {
+		fmt.Printf("  ratio %c/a (%s module / native) %.2f\n", 'b'+i, name, ratio[i+1])
+	}
 	return nil
 }
 
@@ -299,34 +301,33 @@ func benchOperatorOnly(root string, records, runs int) error {
 			return inst.Process(in.Records, emit)
 		}})
 	}
-	fmt.Printf("operator only: projection over %d pre-generated batches of %d records, median of %d runs\n", len(batches), jobspec.DefaultBatchSize, runs)
-	perRecord := make([]float64, len(variants))
-	for i, v := range variants {
-		out := stream.NewBatch(jobspec.DefaultBatchSize)
-		var samples []float64
-		for r := 0; r < runs; r++ {
-			start := time.Now()
-			// Labelled, so that -cpuprofile splits by variant (pprof -tagfocus=variant=...).
-			var err error
-			pprof.Do(ctx, pprof.Labels("variant", "project "+v.label), func(context.Context) {
-				for _, b := range batches {
-					out.Reset()
-					if err = v.process(b, out); err != nil {
-						return
-					}
+	fmt.Printf("operator only: projection over %d pre-generated batches of %d records, %d interleaved rounds (medians)\n", len(batches), jobspec.DefaultBatchSize, runs)
+	out := stream.NewBatch(jobspec.DefaultBatchSize)
+	perRecord, ratio, err := rounds(runs, len(variants), func(i int) (float64, error) {
+		v := variants[i]
+		start := time.Now()
+		// Labelled, so that -cpuprofile splits by variant (pprof -tagfocus=variant=...).
+		var err error
+		pprof.Do(ctx, pprof.Labels("variant", "project "+v.label), func(context.Context) {
+			for _, b := range batches {
+				out.Reset()
+				if err = v.process(b, out); err != nil {
+					return
 				}
-			})
-			if err != nil {
-
-				return fmt.Errorf("%s: %w", v.label, err)
 			}
-			samples = append(samples, float64(time.Since(start).Nanoseconds())/float64(records))
+		})
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", v.label, err)
 		}
-		sort.Float64s(samples)
-		perRecord[i] = samples[len(samples)/2]
+		return float64(time.Since(start).Nanoseconds()) / float64(records), nil
+	})
+	if err != nil {
+		return err
+	}
+	for i, v := range variants {
 		fmt.Printf("  %-14s %8.1f ns/record %12.0f records/s\n", v.label, perRecord[i], 1e9/perRecord[i])
 	}
-	printRatios(perRecord)
+	printRatios(ratio)
 	return nil
 }
 
@@ -337,12 +338,4 @@ func benchEngine(ctx context.Context) (*host.Engine, error) {
 	cfg.CallTimeout = time.Minute
 	cfg.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	return host.NewEngine(ctx, cfg)
-}
-
-// printRatios prints each module's throughput over native's: perRecord
-// is ns per record of native, then the C, Go, Rust and AS modules.
-func printRatios(perRecord []float64) {
-	for i, name := range []string{"C", "Go", "Rust", "AS"} {
-		fmt.Printf("  ratio %c/a (%s module / native, throughput) %.2f\n", 'b'+i, name, perRecord[0]/perRecord[i+1])
-	}
 }
